@@ -1,0 +1,14 @@
+from .coco_stuff import ZeroShotCOCOStuffDataset
+from .pascal_context import (ZeroShotPascalContext59Dataset,
+                             ZeroShotPascalContextDataset)
+from .toy import ZeroShotToyDataset
+from .transforms import CheckSegLabels, MaskUnseenClasses
+from .voc import ZeroShotPascalVOCDataset
+from .zero_shot import ZeroShotSegDataset, resolve_split
+
+__all__ = [
+    'ZeroShotSegDataset', 'ZeroShotPascalVOCDataset',
+    'ZeroShotPascalContextDataset', 'ZeroShotPascalContext59Dataset',
+    'ZeroShotCOCOStuffDataset', 'ZeroShotToyDataset', 'MaskUnseenClasses',
+    'CheckSegLabels', 'resolve_split'
+]

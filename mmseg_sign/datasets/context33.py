@@ -1,0 +1,22 @@
+"""Context-33 label maps from mmseg's 59-class Context maps."""
+import numpy as np
+
+from .class_names import CONTEXT33_CLASSES
+
+
+def context59_to_33_lut(ignore_index: int = 255) -> np.ndarray:
+    """Look-up table ``[256]`` from a 59-class Context label value to the
+    33-class protocol: mmseg's maps hold 0 = background and 1..59 in
+    ``PascalContextDataset59`` order; matching names get their 0-based
+    33-class index, every other value becomes ``ignore_index``."""
+    from mmseg.datasets import PascalContextDataset59
+    classes59 = PascalContextDataset59.METAINFO['classes']
+    missing = [c for c in CONTEXT33_CLASSES if c not in classes59]
+    if missing:
+        raise ValueError(f'Context-33 classes {missing} have no match in '
+                         'the 59-class list.')
+    lut = np.full(256, ignore_index, dtype=np.uint8)
+    for index59, name in enumerate(classes59, start=1):
+        if name in CONTEXT33_CLASSES:
+            lut[index59] = CONTEXT33_CLASSES.index(name)
+    return lut

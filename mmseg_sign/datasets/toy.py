@@ -1,0 +1,19 @@
+"""The built-in toy zero-shot dataset (``tools/make_toy_dataset.py``)."""
+from mmseg.registry import DATASETS
+from .toy_data import TOY_CLASSES, TOY_PALETTE, TOY_UNSEEN
+from .zero_shot import ZeroShotSegDataset
+
+
+@DATASETS.register_module()
+class ZeroShotToyDataset(ZeroShotSegDataset):
+    """Synthetic shapes whose classes share colour, texture and position
+    attributes with each other; VOC layout, lossless PNG images, labels
+    0..K-1 with 255 for the void background."""
+    METAINFO = dict(
+        classes=TOY_CLASSES, palette=TOY_PALETTE, unseen_classes=TOY_UNSEEN)
+
+    def __init__(self, ann_file='', img_suffix='.png',
+                 seg_map_suffix='.png', **kwargs):
+        super().__init__(
+            ann_file=ann_file, img_suffix=img_suffix,
+            seg_map_suffix=seg_map_suffix, **kwargs)

@@ -1,0 +1,3 @@
+from .zero_shot import CheckSegLabels, MaskUnseenClasses
+
+__all__ = ["CheckSegLabels", "MaskUnseenClasses"]

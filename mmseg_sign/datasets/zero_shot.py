@@ -1,0 +1,163 @@
+"""Base class of the zero-shot datasets: a class list plus a seen/unseen split.
+
+Every zero-shot dataset carries its default split in ``METAINFO`` and lets a
+config override it by class names (or indices)::
+
+    dataset = dict(type='ZeroShotPascalVOCDataset',
+                   metainfo=dict(unseen_classes=('sheep', 'sofa')), ...)
+
+The resolved split is stored in ``dataset.metainfo`` as ``seen_classes`` and
+``unseen_classes`` (names, in class order) so that the model config, the
+``MaskUnseenClasses`` transform and ``GZSLIoUMetric`` all read one source.
+"""
+import copy
+from typing import List, Optional, Sequence, Union
+
+import mmcv
+import mmengine.fileio as fileio
+import numpy as np
+from mmengine.logging import print_log
+
+from mmseg.datasets import BaseSegDataset
+from mmseg.registry import DATASETS
+
+ClassRefs = Sequence[Union[str, int]]
+
+
+def resolve_class_refs(refs: ClassRefs, classes: Sequence[str],
+                       what: str) -> List[str]:
+    """Turn class names or indices into class names, failing clearly.
+
+    Args:
+        refs: class names or 0-based indices into ``classes``.
+        classes: the dataset's class names.
+        what: a label for error messages, e.g. ``'unseen_classes'``.
+    """
+    if isinstance(refs, (str, int)):
+        refs = [refs]
+    names = []
+    for ref in refs:
+        if isinstance(ref, (int, np.integer)) and not isinstance(ref, bool):
+            if not 0 <= ref < len(classes):
+                raise ValueError(
+                    f'{what}: class index {ref} is out of range; the dataset '
+                    f'has {len(classes)} classes (0..{len(classes) - 1}).')
+            names.append(classes[ref])
+        elif isinstance(ref, str):
+            if ref not in classes:
+                raise ValueError(
+                    f'{what}: unknown class name {ref!r}. Valid names are: '
+                    f'{", ".join(classes)}.')
+            names.append(ref)
+        else:
+            raise TypeError(f'{what}: expected class names or indices, got '
+                            f'{ref!r} of type {type(ref).__name__}.')
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f'{what}: classes listed twice: {duplicates}.')
+    return names
+
+
+def resolve_split(classes: Sequence[str],
+                  seen: Optional[ClassRefs] = None,
+                  unseen: Optional[ClassRefs] = None):
+    """Return ``(seen_names, unseen_names)`` in class order.
+
+    Either list may be omitted (it is then the complement of the other); if
+    both are given they must not overlap and must together cover every class.
+    """
+    classes = list(classes)
+    if seen is None and unseen is None:
+        raise ValueError('A zero-shot dataset needs `unseen_classes` (or '
+                         '`seen_classes`) in its metainfo.')
+    seen_n = None if seen is None else resolve_class_refs(
+        seen, classes, 'seen_classes')
+    unseen_n = None if unseen is None else resolve_class_refs(
+        unseen, classes, 'unseen_classes')
+    if seen_n is not None and unseen_n is not None:
+        overlap = [c for c in seen_n if c in unseen_n]
+        if overlap:
+            raise ValueError(f'Classes {overlap} are listed as both seen and '
+                             'unseen; give each class to one group only.')
+        missing = [c for c in classes if c not in seen_n + unseen_n]
+        if missing:
+            raise ValueError(
+                f'Classes {missing} are neither seen nor unseen; list them '
+                'in one group, or give only `unseen_classes` and let the '
+                'rest be seen.')
+    elif seen_n is None:
+        seen_n = [c for c in classes if c not in unseen_n]
+    else:
+        unseen_n = [c for c in classes if c not in seen_n]
+    if not seen_n:
+        raise ValueError('The seen set is empty: a zero-shot model needs at '
+                         'least one seen class to train on.')
+    order = {c: i for i, c in enumerate(classes)}
+    return (tuple(sorted(seen_n, key=order.get)),
+            tuple(sorted(unseen_n, key=order.get)))
+
+
+@DATASETS.register_module()
+class ZeroShotSegDataset(BaseSegDataset):
+    """A segmentation dataset with a seen / unseen class split.
+
+    Args:
+        drop_unseen_images (bool): drop every image whose label map contains
+            an unseen class (ZS3's protocol) instead of keeping it with the
+            unseen pixels ignored (the default, SPNet / CaGNet / SIGN). Reads
+            every label map once when the dataset is built.
+        **kwargs: passed to :class:`mmseg.datasets.BaseSegDataset`.
+
+    Each data info gets ``num_classes`` and ``unseen_class_ids`` so that the
+    ``MaskUnseenClasses`` transform needs no extra configuration.
+    """
+
+    METAINFO: dict = dict()
+
+    def __init__(self, *args, drop_unseen_images: bool = False, **kwargs):
+        self.drop_unseen_images = drop_unseen_images
+        super().__init__(*args, **kwargs)
+
+    @classmethod
+    def _load_metainfo(cls, metainfo: Optional[dict] = None) -> dict:
+        metainfo = copy.deepcopy(metainfo) if metainfo else {}
+        # a config that overrides one side of the split replaces the default
+        user_seen = metainfo.pop('seen_classes', None)
+        user_unseen = metainfo.pop('unseen_classes', None)
+        merged = super()._load_metainfo(metainfo)
+        if user_seen is None and user_unseen is None:
+            user_unseen = cls.METAINFO.get('unseen_classes')
+        seen, unseen = resolve_split(merged['classes'], user_seen,
+                                     user_unseen)
+        merged.update(seen_classes=seen, unseen_classes=unseen)
+        return merged
+
+    @property
+    def unseen_class_ids(self) -> List[int]:
+        classes = list(self.metainfo['classes'])
+        return [classes.index(c) for c in self.metainfo['unseen_classes']]
+
+    def load_data_list(self) -> List[dict]:
+        data_list = super().load_data_list()
+        extra = dict(
+            num_classes=len(self.metainfo['classes']),
+            unseen_class_ids=self.unseen_class_ids,
+            ignore_index=self.ignore_index)
+        for info in data_list:
+            info.update(copy.deepcopy(extra))
+        if self.drop_unseen_images and not self.test_mode:
+            kept = [i for i in data_list if not self._has_unseen_pixels(i)]
+            print_log(
+                f'{type(self).__name__}: dropped {len(data_list) - len(kept)}'
+                f' of {len(data_list)} images that contain unseen classes.',
+                logger='current')
+            data_list = kept
+        return data_list
+
+    def _has_unseen_pixels(self, info: dict) -> bool:
+        from .transforms.zero_shot import reduce_label
+        img_bytes = fileio.get(info['seg_map_path'], self.backend_args)
+        seg = mmcv.imfrombytes(
+            img_bytes, flag='unchanged', backend='pillow').squeeze()
+        seg = reduce_label(seg, self.reduce_zero_label, self.label_map)
+        return bool(np.isin(seg, self.unseen_class_ids).any())

@@ -1,0 +1,16 @@
+# Copyright (c) OpenMMLab. All rights reserved.
+"""Class-embedding tables: build them from word vectors, save, load."""
+from .builder import (MissingWordError, build_class_embeddings,
+                      load_class_embeddings, save_class_embeddings)
+from .loader import (WORD_VECTOR_FORMATS, ReadProgress, guess_format,
+                     load_word_vectors)
+from .synonyms import (DEFAULT_SYNONYMS, STRIP_SUFFIXES, class_name_to_words,
+                       merge_synonyms, strip_suffixes)
+
+__all__ = [
+    'build_class_embeddings', 'save_class_embeddings',
+    'load_class_embeddings', 'load_word_vectors', 'guess_format',
+    'class_name_to_words', 'merge_synonyms', 'strip_suffixes',
+    'DEFAULT_SYNONYMS', 'STRIP_SUFFIXES', 'WORD_VECTOR_FORMATS',
+    'MissingWordError', 'ReadProgress'
+]

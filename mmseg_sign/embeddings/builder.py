@@ -1,0 +1,331 @@
+# Copyright (c) OpenMMLab. All rights reserved.
+"""Build, save and load class-embedding tables (``.npz``).
+
+A table has one row per class: for every word-vector source the mean of
+the vectors of the class's words, L2-normalised; the sources concatenated
+in order (word2vec 300 ‖ fastText 300 = 600 dims by default); and the
+whole row L2-normalised (``protocols.md``).
+"""
+import os
+import os.path as osp
+import tempfile
+import zipfile
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from gensim.models import KeyedVectors
+from gensim.models.fasttext import FastTextKeyedVectors
+
+from .loader import describe_source, load_word_vectors
+from .synonyms import SynonymValue, class_name_to_words, merge_synonyms
+
+Source = Union[KeyedVectors, Mapping[str, Any], str, os.PathLike]
+
+_BUILD_HINT = ('Rebuild the table for this class list with '
+               '`python tools/build_class_embeddings.py --dataset ... '
+               '(or --classes FILE) --source PATH[:FORMAT] ... --out PATH`.')
+
+
+class MissingWordError(KeyError):
+    """A class word is not in a word-vector vocabulary."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its message; show it as written.
+        return str(self.args[0]) if self.args else ''
+
+
+def _check_class_names(class_names: Sequence[str]) -> List[str]:
+    """Return the names as a list; reject empty, non-str and duplicates."""
+    if isinstance(class_names, str):
+        raise TypeError('class_names must be a sequence of names, not a '
+                        'single string')
+    names = list(class_names)
+    if not names:
+        raise ValueError('class_names is empty')
+    seen = {}
+    for idx, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f'Class {idx} has an invalid name {name!r}')
+        if name in seen:
+            raise ValueError(f'Class name {name!r} appears twice (indices '
+                             f'{seen[name]} and {idx})')
+        seen[name] = idx
+    return names
+
+
+def _resolve_source(source: Source, index: int,
+                    show_progress: bool) -> Tuple[KeyedVectors, str]:
+    """Turn a source spec into ``(KeyedVectors, description)``."""
+    if isinstance(source, KeyedVectors):
+        return source, f'#{index} {describe_source(source)}'
+    if hasattr(source, 'wv') and isinstance(source.wv, KeyedVectors):
+        return source.wv, f'#{index} {describe_source(source.wv)}'
+    if isinstance(source, (str, os.PathLike)):
+        vectors = load_word_vectors(source, 'auto', show_progress)
+        return vectors, f'#{index} {describe_source(vectors, source)}'
+    if isinstance(source, Mapping):
+        spec = dict(source)
+        if 'path' not in spec:
+            raise ValueError(f'Source #{index} {source!r} has no "path"')
+        path = spec.pop('path')
+        fmt = spec.pop('format', spec.pop('fmt', 'auto'))
+        spec.setdefault('show_progress', show_progress)
+        vectors = load_word_vectors(path, fmt, **spec)
+        return vectors, f'#{index} {describe_source(vectors, path)}'
+    raise TypeError(f'Source #{index} must be a gensim KeyedVectors, a '
+                    f'path or a dict(path=..., format=...), got '
+                    f'{type(source).__name__}')
+
+
+def _lookup(vectors: KeyedVectors, word: str,
+            fasttext_oov: bool) -> Optional[np.ndarray]:
+    """The vector of ``word`` (as written, then lowercase), or None.
+
+    With ``fasttext_oov`` a fastText model builds vectors of unknown words
+    from character n-grams.
+    """
+    for candidate in dict.fromkeys((word, word.lower())):
+        if candidate in vectors.key_to_index:
+            return vectors.get_vector(candidate)
+    if fasttext_oov and isinstance(vectors, FastTextKeyedVectors) \
+            and vectors.bucket > 0:
+        try:
+            return vectors.get_vector(word.lower())
+        except KeyError:
+            return None
+    return None
+
+
+def _source_table(vectors: KeyedVectors, description: str,
+                  class_words: List[Tuple[str, List[str]]],
+                  fasttext_oov: bool) -> np.ndarray:
+    """Per-source table: mean of word vectors, L2-normalised per class."""
+    table = np.zeros((len(class_words), vectors.vector_size), np.float64)
+    missing = []
+    for idx, (name, words) in enumerate(class_words):
+        found = []
+        for word in words:
+            vec = _lookup(vectors, word, fasttext_oov)
+            if vec is None:
+                missing.append((idx, name, word, words))
+            else:
+                found.append(np.asarray(vec, np.float64))
+        if len(found) != len(words):
+            continue
+        mean = np.mean(found, axis=0)
+        norm = np.linalg.norm(mean)
+        if not np.isfinite(norm) or norm == 0:
+            raise ValueError(
+                f'Class {name!r} (index {idx}) has a zero or non-finite '
+                f'mean vector {words} in source {description}; give it '
+                'another synonym.')
+        table[idx] = mean / norm
+    if missing:
+        lines = [
+            f'  class {name!r} (index {idx}): word {word!r} (words '
+            f'{words}; tried as written and lowercase)'
+            for idx, name, word, words in missing
+        ]
+        first = missing[0][1]
+        raise MissingWordError(
+            f'{len(missing)} word(s) missing from word-vector source '
+            f'{description}:\n' + '\n'.join(lines) + '\nAdd a synonym that '
+            f"maps each class to known words, e.g. synonyms={{'{first}': "
+            f"'some words'}} (a JSON file for "
+            'tools/build_class_embeddings.py --synonyms).')
+    return table
+
+
+def build_class_embeddings(
+        class_names: Sequence[str],
+        sources: Sequence[Source],
+        synonyms: Optional[Mapping[str, SynonymValue]] = None,
+        normalize: bool = True,
+        use_default_synonyms: bool = True,
+        fasttext_oov: bool = False,
+        show_progress: bool = True) -> np.ndarray:
+    """Build a class-embedding table from word vectors.
+
+    Args:
+        class_names (Sequence[str]): Class names, in label order.
+        sources (Sequence): Word-vector sources, concatenated in this order.
+            Each is a gensim ``KeyedVectors`` (or a model with ``.wv``), a
+            path (format guessed) or ``dict(path=..., format=...)`` plus
+            keyword arguments of :func:`load_word_vectors`.
+        synonyms (dict, optional): Class name -> words; overrides
+            :data:`DEFAULT_SYNONYMS`.
+        normalize (bool): L2-normalise each concatenated row. Every source
+            part is L2-normalised regardless. Defaults to True.
+        use_default_synonyms (bool): Start from :data:`DEFAULT_SYNONYMS`.
+            Defaults to True.
+        fasttext_oov (bool): Let fastText ``.bin`` sources build vectors of
+            out-of-vocabulary words from subwords instead of failing.
+            Defaults to False.
+        show_progress (bool): Progress while loading sources given as
+            paths. Defaults to True.
+
+    Returns:
+        np.ndarray: float32 ``[K, sum of source dims]``.
+    """
+    names = _check_class_names(class_names)
+    if isinstance(sources, (KeyedVectors, str, os.PathLike, Mapping)):
+        sources = [sources]
+    if not sources:
+        raise ValueError('At least one word-vector source is needed')
+    mapping = merge_synonyms(synonyms, use_default_synonyms)
+    class_words = [(name, class_name_to_words(name, mapping, False))
+                   for name in names]
+    parts = []
+    for index, source in enumerate(sources):
+        vectors, description = _resolve_source(source, index, show_progress)
+        parts.append(
+            _source_table(vectors, description, class_words, fasttext_oov))
+    table = np.concatenate(parts, axis=1)
+    if normalize:
+        table /= np.linalg.norm(table, axis=1, keepdims=True)
+    return table.astype(np.float32)
+
+
+def save_class_embeddings(path: Union[str, os.PathLike],
+                          class_names: Sequence[str],
+                          vectors: np.ndarray) -> str:
+    """Write a table to one ``.npz`` with ``classes`` and ``embeddings``.
+
+    The archive has fixed timestamps, so equal tables give equal bytes.
+    The file is written atomically (temporary file + rename).
+
+    Returns:
+        str: The path written.
+    """
+    path = os.fspath(path)
+    names = _check_class_names(class_names)
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(names):
+        raise ValueError(f'vectors must have shape [{len(names)}, D] for '
+                         f'{len(names)} classes, got {vectors.shape}')
+    if not np.isfinite(vectors).all():
+        raise ValueError('vectors contain NaN or inf')
+    arrays = (('classes', np.array(names, dtype=np.str_)),
+              ('embeddings', np.ascontiguousarray(vectors)))
+    out_dir = osp.dirname(osp.abspath(path))
+    os.makedirs(out_dir, exist_ok=True)
+    fd, tmp_path = tempfile.mkstemp(suffix='.npz', dir=out_dir)
+    try:
+        with os.fdopen(fd, 'wb') as f, \
+                zipfile.ZipFile(f, 'w', zipfile.ZIP_STORED) as archive:
+            for key, array in arrays:
+                info = zipfile.ZipInfo(f'{key}.npy', (1980, 1, 1, 0, 0, 0))
+                info.external_attr = 0o644 << 16
+                with archive.open(info, 'w', force_zip64=True) as member:
+                    np.lib.format.write_array(
+                        member, array, allow_pickle=False)
+        os.chmod(tmp_path, 0o644)
+        os.replace(tmp_path, path)
+    except BaseException:
+        if osp.exists(tmp_path):
+            os.remove(tmp_path)
+        raise
+    return path
+
+
+def _describe_name_mismatch(stored: List[str],
+                            expected: List[str]) -> str:
+    """Explain how two class lists differ."""
+    missing = [n for n in expected if n not in set(stored)]
+    extra = [n for n in stored if n not in set(expected)]
+    details = []
+    if missing:
+        details.append(f'missing from the file: {missing}')
+    if extra:
+        details.append(f'not in the dataset: {extra}')
+    if not missing and not extra:
+        for idx, (got, want) in enumerate(zip(stored, expected)):
+            if got != want:
+                details.append(
+                    f'same names in a different order; first mismatch at '
+                    f'index {idx}: file has {got!r}, dataset has {want!r}')
+                break
+    return '; '.join(details)
+
+
+def load_class_embeddings(path: Union[str, os.PathLike],
+                          class_names: Optional[Sequence[str]] = None
+                          ) -> np.ndarray:
+    """Load and validate a class-embedding table.
+
+    Args:
+        path (str): ``.npz`` written by :func:`save_class_embeddings`.
+        class_names (Sequence[str], optional): The dataset's classes; when
+            given, the file must hold the same names in the same order.
+
+    Returns:
+        np.ndarray: float32 ``[K, D]``.
+    """
+    path = os.fspath(path)
+    if not osp.isfile(path):
+        raise FileNotFoundError(
+            f'Class-embedding file not found: {path!r}. {_BUILD_HINT}')
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, zipfile.BadZipFile) as err:
+        raise ValueError(f'Cannot read {path!r} as a class-embedding .npz '
+                         f'({err}). {_BUILD_HINT}') from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ValueError(f'{path!r} is a single array, not an .npz with '
+                         f'"classes" and "embeddings". {_BUILD_HINT}')
+    with data:
+        missing_keys = [
+            k for k in ('classes', 'embeddings') if k not in data.files
+        ]
+        if missing_keys:
+            raise ValueError(
+                f'{path!r} lacks the key(s) {missing_keys} (it holds '
+                f'{data.files}; it must hold "classes" and "embeddings"). '
+                f'{_BUILD_HINT}')
+        try:
+            stored = data['classes']
+            table = data['embeddings']
+        except ValueError as err:  # e.g. pickled object arrays
+            raise ValueError(f'Cannot read {path!r} ({err}). '
+                             f'{_BUILD_HINT}') from None
+
+    if stored.ndim != 1 or stored.dtype.kind != 'U':
+        raise ValueError(f'{path!r}: "classes" must be a 1-D string array, '
+                         f'got {stored.dtype} {stored.shape}. {_BUILD_HINT}')
+    stored = [str(n) for n in stored]
+    if table.ndim != 2:
+        raise ValueError(f'{path!r}: "embeddings" must be 2-D [K, D], got '
+                         f'shape {table.shape}. {_BUILD_HINT}')
+    if table.dtype.kind not in 'fiu':
+        raise ValueError(f'{path!r}: "embeddings" must be numeric, got '
+                         f'{table.dtype}. {_BUILD_HINT}')
+    if table.shape[0] != len(stored):
+        raise ValueError(
+            f'{path!r}: {table.shape[0]} embedding rows but '
+            f'{len(stored)} class names. {_BUILD_HINT}')
+    table = table.astype(np.float32)
+    bad_rows = np.flatnonzero(~np.isfinite(table).all(axis=1))
+    if bad_rows.size:
+        idx = int(bad_rows[0])
+        raise ValueError(
+            f'{path!r}: non-finite values (NaN/inf) in {bad_rows.size} '
+            f'row(s), first at index {idx} (class {stored[idx]!r}). '
+            f'{_BUILD_HINT}')
+    zero_rows = np.flatnonzero(~table.any(axis=1))
+    if zero_rows.size:
+        idx = int(zero_rows[0])
+        raise ValueError(
+            f'{path!r}: all-zero embedding in {zero_rows.size} row(s), '
+            f'first at index {idx} (class {stored[idx]!r}). {_BUILD_HINT}')
+    if class_names is not None:
+        expected = list(class_names)
+        if stored != expected:
+            count = ''
+            if len(stored) != len(expected):
+                count = (f'the file has {len(stored)} classes, the dataset '
+                         f'{len(expected)}; ')
+            raise ValueError(
+                f'{path!r} does not match the dataset classes: {count}'
+                f'{_describe_name_mismatch(stored, expected)}. '
+                f'{_BUILD_HINT}')
+    return table

@@ -1,0 +1,107 @@
+"""SIGNStageHook: which SIGN stage runs at which iteration (DESIGN §3.4)."""
+from typing import List, Optional
+
+from mmengine.hooks import Hook
+from mmengine.logging import print_log
+from mmengine.model import is_model_wrapper
+
+from mmseg.registry import HOOKS
+
+STAGE_NAMES = ('train', 'transfer', 'self_train')
+
+
+@HOOKS.register_module()
+class SIGNStageHook(Hook):
+    """Derives the stage from ``runner.iter`` before every iteration.
+
+    The stage is never stored: a run resumed at any iteration lands in the
+    right stage. Also copies the dataset's seen/unseen split into the head
+    and checks the stage plan against ``train_cfg.max_iters``.
+
+    Args:
+        stages (list[dict]): in order, e.g.
+            ``[dict(name='train', iters=40000),
+            dict(name='transfer', iters=6000)]``; extra keys of a stage are
+            passed to ``model.set_stage``.
+    """
+    priority = 'VERY_HIGH'
+
+    def __init__(self, stages: List[dict]):
+        if not stages:
+            raise ValueError('SIGNStageHook needs at least one stage.')
+        self.stages = []
+        for i, stage in enumerate(stages):
+            stage = dict(stage)
+            if stage.get('name') not in STAGE_NAMES:
+                raise ValueError(f'stages[{i}]: name must be one of '
+                                 f'{STAGE_NAMES}, got {stage.get("name")!r}.')
+            if not isinstance(stage.get('iters'), int) or stage['iters'] < 1:
+                raise ValueError(f'stages[{i}] ({stage["name"]}): `iters` '
+                                 'must be a positive integer, got '
+                                 f'{stage.get("iters")!r}.')
+            self.stages.append(stage)
+        self.total_iters = sum(s['iters'] for s in self.stages)
+        self._current: Optional[int] = None
+
+    def stage_index_at(self, iteration: int) -> int:
+        """Index of the stage that runs iteration ``iteration`` (0-based);
+        iterations past the plan stay in the last stage."""
+        end = 0
+        for i, stage in enumerate(self.stages):
+            end += stage['iters']
+            if iteration < end:
+                return i
+        return len(self.stages) - 1
+
+    def stage_at(self, iteration: int) -> dict:
+        return self.stages[self.stage_index_at(iteration)]
+
+    def stage_start(self, index: int) -> int:
+        return sum(s['iters'] for s in self.stages[:index])
+
+    @staticmethod
+    def _model(runner):
+        model = runner.model
+        return model.module if is_model_wrapper(model) else model
+
+    def before_train(self, runner) -> None:
+        max_iters = runner.train_loop.max_iters
+        if max_iters != self.total_iters:
+            plan = ' + '.join(f"{s['name']} {s['iters']}"
+                              for s in self.stages)
+            raise ValueError(
+                f'SIGNStageHook: the stages add up to {self.total_iters} '
+                f'iterations ({plan}) but train_cfg.max_iters is '
+                f'{max_iters}; make them equal.')
+        model = self._model(runner)
+        meta = runner.train_dataloader.dataset.metainfo
+        head = model.decode_head
+        if 'unseen_classes' in meta and hasattr(head, 'set_class_split'):
+            if head.unseen_classes is not None:
+                config_unseen = tuple(head.class_names[i]
+                                      for i in head.unseen_ids)
+                if set(config_unseen) != set(meta['unseen_classes']):
+                    raise ValueError(
+                        'decode_head.unseen_classes '
+                        f'{config_unseen} differ from the training '
+                        f"dataset's {tuple(meta['unseen_classes'])}; set the "
+                        'split in one place (the dataset metainfo).')
+            head.set_class_split(meta['unseen_classes'], meta['classes'])
+        self._current = None
+
+    def before_train_iter(self, runner, batch_idx: int,
+                          data_batch=None) -> None:
+        index = self.stage_index_at(runner.iter)
+        if index == self._current:
+            return
+        stage = self.stages[index]
+        extra = {k: v for k, v in stage.items() if k not in ('name', 'iters')}
+        self._model(runner).set_stage(stage['name'], **extra)
+        start = self.stage_start(index)
+        print_log(
+            f"SIGN stage '{stage['name']}' ({index + 1}/{len(self.stages)}): "
+            f"iterations {start + 1}-{start + stage['iters']}"
+            + (f', resumed at {runner.iter + 1}'
+               if runner.iter > start and self._current is None else ''),
+            logger='current')
+        self._current = index

@@ -1,0 +1,3 @@
+from .multi_optim_constructor import ModuleGroupOptimWrapperConstructor
+
+__all__ = ["ModuleGroupOptimWrapperConstructor"]

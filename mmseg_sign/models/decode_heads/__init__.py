@@ -1,0 +1,3 @@
+from .sign_head import SIGNHead
+
+__all__ = ["SIGNHead"]

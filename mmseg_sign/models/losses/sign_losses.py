@@ -1,0 +1,65 @@
+"""Losses of SIGN: MMD (eq. 5), KL (eq. 2), adversarial (eq. 6), AST
+weights (eq. 16)."""
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+
+def gaussian_mmd(x: torch.Tensor, y: torch.Tensor,
+                 sigmas: Sequence[float] = (1.0, )) -> torch.Tensor:
+    """Biased MMD² between samples ``x [N, D]`` and ``y [M, D]`` (eq. 5).
+
+    ``mean k(x, x') + mean k(y, y') - 2 mean k(x, y)`` with the kernel
+    ``k(a, b) = Σ_s exp(-‖a - b‖² / (2 s²))``. Returns a scalar (0 when
+    either set is empty).
+    """
+    if x.numel() == 0 or y.numel() == 0:
+        return x.new_zeros(()) + 0 * y.sum()
+    xy = torch.cat([x, y], dim=0)
+    sq = torch.cdist(xy, xy).pow(2)
+    kernel = sum(torch.exp(-sq / (2 * s * s)) for s in sigmas)
+    n = x.shape[0]
+    return (kernel[:n, :n].mean() + kernel[n:, n:].mean() -
+            2 * kernel[:n, n:].mean())
+
+
+def kl_divergence(mu: torch.Tensor, logvar: torch.Tensor,
+                  mask: torch.Tensor) -> torch.Tensor:
+    """``KL(N(mu, σ²) ‖ N(0, I))`` (eq. 2), summed over channels and
+    averaged over the pixels where ``mask`` is True; 0 if there are none.
+
+    Args:
+        mu, logvar: ``[B, C, H, W]``.
+        mask: ``[B, H, W]`` bool.
+    """
+    kl = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(dim=1)
+    return masked_mean(kl, mask)
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``values[mask]``; an exact, differentiable 0 when empty."""
+    mask = mask.to(values.dtype)
+    return (values * mask).sum() / mask.sum().clamp(min=1)
+
+
+def adversarial_loss(logits: torch.Tensor, real: bool) -> torch.Tensor:
+    """Standard (non-saturating) GAN loss on D's logits (eq. 6)."""
+    if logits.numel() == 0:
+        return logits.sum()
+    target = torch.ones_like(logits) if real else torch.zeros_like(logits)
+    return F.binary_cross_entropy_with_logits(logits, target)
+
+
+def annealed_weights(confidence: torch.Tensor,
+                     temperature: float) -> torch.Tensor:
+    """AST weights of one image's pseudo-labelled pixels (eq. 16).
+
+    ``w_i = exp(p_i/T) / Σ_j exp(p_j/T)``, divided by its maximum so the
+    largest weight is 1, i.e. ``exp((p_i - p_max) / T)``.
+    """
+    if temperature <= 0:
+        raise ValueError(f'temperature must be > 0, got {temperature}.')
+    if confidence.numel() == 0:
+        return confidence.clone()
+    return torch.exp((confidence - confidence.max()) / temperature)

@@ -1,0 +1,3 @@
+from .spatial_information_module import SpatialInformationModule
+
+__all__ = ["SpatialInformationModule"]

@@ -1,0 +1,102 @@
+"""The four encoding modules of the SIM (paper section 4.4, appendix).
+
+Each maps ``concat(x, PE)`` ``[B, C + P, H, W]`` to ``[B, C, H, W]``; the
+SIM adds the result to ``x`` (residual).
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ConvEncoder(nn.Module):
+    """(A) residual conv block: 3×3 conv, ReLU, 3×3 conv."""
+
+    def __init__(self, in_channels: int, channels: int, **kwargs):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(in_channels, channels, 3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(channels, channels, 3, padding=1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+class AttentionEncoder(nn.Module):
+    """(B) CaGNet-style contextual attention: three context features of
+    growing dilation, each gated by its own pixel-wise attention map, then
+    concatenated and fused by a 1×1 conv."""
+
+    def __init__(self, in_channels: int, channels: int,
+                 dilations=(1, 2, 4), **kwargs):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(in_channels, channels, 3, padding=1),
+            nn.LeakyReLU(0.2, inplace=True))
+        self.contexts = nn.ModuleList([
+            nn.Sequential(
+                nn.Conv2d(channels, channels, 3, padding=d, dilation=d),
+                nn.LeakyReLU(0.2, inplace=True)) for d in dilations
+        ])
+        self.attentions = nn.ModuleList(
+            [nn.Conv2d(channels, 1, 1) for _ in dilations])
+        self.fuse = nn.Conv2d(channels * len(dilations), channels, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.stem(x)
+        gated = []
+        for context, attention in zip(self.contexts, self.attentions):
+            h = context(h)
+            gated.append(h * torch.sigmoid(attention(h)))
+        return self.fuse(torch.cat(gated, dim=1))
+
+
+class SelfAttentionEncoder(nn.Module):
+    """(C, D) Transformer-encoder block over the H·W positions: multi-head
+    self-attention (``num_heads=1`` for plain self-attention) and a
+    position-wise feed-forward network, each residual.
+
+    Attention runs through ``F.scaled_dot_product_attention`` so the
+    (HW)×(HW) matrix is never built by this code (fused / memory-efficient
+    kernels on GPU, blocked flash attention on CPU).
+    """
+
+    def __init__(self, in_channels: int, channels: int, num_heads: int = 8,
+                 ffn_ratio: float = 2.0, dropout: float = 0.0, **kwargs):
+        super().__init__()
+        if channels % num_heads:
+            raise ValueError(f'SIM channels ({channels}) must be divisible '
+                             f'by num_heads ({num_heads}).')
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.in_proj = nn.Conv2d(in_channels, channels, 1)
+        self.qkv = nn.Conv2d(channels, 3 * channels, 1)
+        self.out_proj = nn.Conv2d(channels, channels, 1)
+        hidden = int(channels * ffn_ratio)
+        self.ffn = nn.Sequential(
+            nn.Conv2d(channels, hidden, 1), nn.ReLU(inplace=True),
+            nn.Conv2d(hidden, channels, 1))
+        self.norm1 = nn.GroupNorm(1, channels)
+        self.norm2 = nn.GroupNorm(1, channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.in_proj(x)
+        b, c, height, width = h.shape
+        # [B, 3, heads, HW, C/heads]
+        qkv = self.qkv(self.norm1(h)).reshape(b, 3, self.num_heads,
+                                              c // self.num_heads,
+                                              height * width).transpose(-1, -2)
+        attn = F.scaled_dot_product_attention(
+            qkv[:, 0], qkv[:, 1], qkv[:, 2],
+            dropout_p=self.dropout if self.training else 0.0)
+        attn = attn.transpose(-1, -2).reshape(b, c, height, width)
+        h = h + self.out_proj(attn)
+        return h + self.ffn(self.norm2(h))
+
+
+SIM_ENCODERS = dict(
+    conv=ConvEncoder,
+    attention=AttentionEncoder,
+    self_attention=lambda *a, **k: SelfAttentionEncoder(
+        *a, **dict(k, num_heads=1)),
+    multihead_self_attention=SelfAttentionEncoder)

@@ -1,0 +1,109 @@
+"""Spatial Information Module (SIM), paper section 3.2-3.3, eq. 1."""
+from typing import Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+from mmengine.model import BaseModule
+
+from mmseg.models.decode_heads.aspp_head import ASPPModule
+from mmseg.registry import MODELS
+from ..utils import PE_TYPES, positional_encoding_2d
+from .sim_encoders import SIM_ENCODERS
+
+
+@MODELS.register_module('SIM')
+@MODELS.register_module()
+class SpatialInformationModule(BaseModule):
+    """``F_x, (mu, logvar) = SIM(E(x) ⊕ PE)`` (eq. 1).
+
+    Args:
+        in_channels (int): channels of the selected backbone level.
+        channels (int): feature channels ``C`` of ``F_x`` (600 in the paper).
+        in_index (int): which backbone output to use.
+        input_proj (str | None): ``'aspp'``: the DeepLab-v2 ASPP (sum of
+            3×3 convs with ``dilations``) from ``in_channels`` to
+            ``channels``, so that backbone + projection is the paper's
+            encoder E; ``None`` when the backbone already gives ``channels``.
+        pe_type (str): ``'relative'`` (RPE, eq. 14-15), ``'absolute'``,
+            ``'absolute_interp'`` or ``'none'``.
+        pe_channels (int): positional-encoding channels (half horizontal,
+            half vertical).
+        pe_scale (float): ``c`` of eq. 14-15.
+        train_size (tuple[int, int], optional): feature-map size for
+            ``'absolute_interp'``.
+        arch (str): ``'conv'``, ``'attention'``, ``'self_attention'`` or
+            ``'multihead_self_attention'``.
+        num_heads (int): heads of ``'multihead_self_attention'``.
+        latent_channels (int): channels of ``mu`` / ``logvar`` (600).
+
+    Returns from ``forward``: ``(F_x, mu, logvar)``, each ``[B, *, H, W]``.
+    """
+
+    def __init__(self,
+                 in_channels: int,
+                 channels: int = 600,
+                 in_index: int = -1,
+                 input_proj: Optional[str] = 'aspp',
+                 dilations: Sequence[int] = (6, 12, 18, 24),
+                 pe_type: str = 'relative',
+                 pe_channels: int = 600,
+                 pe_scale: float = 512.0,
+                 train_size: Optional[Sequence[int]] = None,
+                 arch: str = 'multihead_self_attention',
+                 num_heads: int = 8,
+                 latent_channels: int = 600,
+                 init_cfg=None,
+                 **encoder_kwargs):
+        super().__init__(init_cfg=init_cfg)
+        if arch not in SIM_ENCODERS:
+            raise ValueError(f'SIM arch must be one of {list(SIM_ENCODERS)}'
+                             f', got {arch!r}.')
+        if pe_type not in PE_TYPES:
+            raise ValueError(f'SIM pe_type must be one of {PE_TYPES}, got '
+                             f'{pe_type!r}.')
+        if pe_type == 'absolute_interp' and train_size is None:
+            raise ValueError("SIM pe_type='absolute_interp' needs "
+                             '`train_size` (H, W of the training feature '
+                             'map, e.g. crop size / output stride).')
+        self.in_index = in_index
+        self.channels = channels
+        self.pe_type = pe_type
+        self.pe_channels = 0 if pe_type == 'none' else pe_channels
+        self.pe_scale = pe_scale
+        self.train_size = train_size
+        if input_proj == 'aspp':
+            self.input_proj = ASPPModule(
+                dilations, in_channels, channels, conv_cfg=None,
+                norm_cfg=None, act_cfg=None)
+        elif input_proj is None:
+            if in_channels != channels:
+                raise ValueError(
+                    f'SIM input_proj=None needs in_channels == channels, got '
+                    f'{in_channels} != {channels}; use input_proj="aspp".')
+            self.input_proj = None
+        else:
+            raise ValueError("SIM input_proj must be 'aspp' or None, got "
+                             f'{input_proj!r}.')
+        self.encoder = SIM_ENCODERS[arch](
+            channels + self.pe_channels, channels, num_heads=num_heads,
+            **encoder_kwargs)
+        self.mu = nn.Conv2d(channels, latent_channels, 1)
+        self.logvar = nn.Conv2d(channels, latent_channels, 1)
+
+    def positional_encoding(self, x: torch.Tensor) -> torch.Tensor:
+        """``[B, pe_channels, H, W]`` for feature map ``x``."""
+        b, _, h, w = x.shape
+        pe = positional_encoding_2d(h, w, self.pe_channels, self.pe_type,
+                                    self.pe_scale, self.train_size,
+                                    device=x.device)
+        return pe.to(x.dtype)[None].expand(b, -1, -1, -1)
+
+    def forward(self, inputs) -> Tuple[torch.Tensor, ...]:
+        x = inputs[self.in_index] if isinstance(inputs,
+                                                (list, tuple)) else inputs
+        if self.input_proj is not None:
+            x = sum(self.input_proj(x))  # DeepLab-v2 ASPP: sum of branches
+        enc_in = x if self.pe_channels == 0 else torch.cat(
+            [x, self.positional_encoding(x)], dim=1)
+        feats = x + self.encoder(enc_in)
+        return feats, self.mu(feats), self.logvar(feats)

@@ -1,0 +1,3 @@
+from .zero_shot_encoder_decoder import ZeroShotEncoderDecoder
+
+__all__ = ["ZeroShotEncoderDecoder"]

@@ -1,0 +1,8 @@
+from .amp import enable_amp
+from .checkpoint import (checkpoint_safe_globals,
+                         register_checkpoint_safe_globals)
+
+__all__ = [
+    'enable_amp', 'checkpoint_safe_globals',
+    'register_checkpoint_safe_globals'
+]

@@ -1,0 +1,152 @@
+"""Zero-shot datasets, unseen masking and label checks on a tiny on-disk
+VOC-layout dataset."""
+import os.path as osp
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from mmseg.registry import DATASETS
+from mmseg_sign.datasets import resolve_split
+from mmseg_sign.datasets.class_names import CONTEXT33_CLASSES, VOC20_CLASSES
+from mmseg_sign.datasets.context33 import context59_to_33_lut
+
+# VOC label values (0 = background, 1..20 classes, 255 = border)
+SHEEP, CAT, TRAIN = (VOC20_CLASSES.index(c) + 1
+                     for c in ('sheep', 'cat', 'train'))
+LABELS = {
+    'with_unseen': np.array([[0, CAT, CAT, SHEEP], [255, CAT, TRAIN, 0]]),
+    'seen_only': np.array([[CAT, CAT, 0, 0], [1, 1, 255, 0]]),
+    'bad_value': np.array([[CAT, 21, 0, 0], [0, 0, 0, 0]]),
+}
+
+
+@pytest.fixture()
+def voc_root(tmp_path):
+    for sub in ('JPEGImages', 'SegmentationClass', 'ImageSets/Segmentation'):
+        (tmp_path / sub).mkdir(parents=True)
+    for name, label in LABELS.items():
+        Image.fromarray(np.zeros((2, 4, 3), np.uint8)).save(
+            tmp_path / 'JPEGImages' / f'{name}.jpg')
+        Image.fromarray(label.astype(np.uint8)).save(
+            tmp_path / 'SegmentationClass' / f'{name}.png')
+    (tmp_path / 'ImageSets/Segmentation/good.txt').write_text(
+        'with_unseen\nseen_only\n')
+    (tmp_path / 'ImageSets/Segmentation/all.txt').write_text(
+        '\n'.join(LABELS) + '\n')
+    return str(tmp_path)
+
+
+def build_voc(root, split='good', mask=True, **kwargs):
+    pipeline = [
+        dict(type='LoadImageFromFile'),
+        dict(type='LoadAnnotations', reduce_zero_label=True),
+        dict(type='MaskUnseenClasses' if mask else 'CheckSegLabels'),
+    ]
+    return DATASETS.build(
+        dict(
+            type='ZeroShotPascalVOCDataset',
+            data_root=root,
+            data_prefix=dict(
+                img_path='JPEGImages', seg_map_path='SegmentationClass'),
+            ann_file=f'ImageSets/Segmentation/{split}.txt',
+            pipeline=pipeline,
+            **kwargs))
+
+
+def expected_mask(label, unseen_names):
+    """Reference: reduce_zero_label, then unseen -> 255, by explicit loop."""
+    out = np.empty_like(label)
+    for idx, value in np.ndenumerate(label):
+        if value in (0, 255):
+            out[idx] = 255
+        elif VOC20_CLASSES[value - 1] in unseen_names:
+            out[idx] = 255
+        else:
+            out[idx] = value - 1
+    return out
+
+
+def test_default_split_and_masking(voc_root):
+    ds = build_voc(voc_root)
+    assert ds.metainfo['unseen_classes'] == ('pottedplant', 'sheep', 'sofa',
+                                             'train', 'tvmonitor')
+    assert len(ds.metainfo['seen_classes']) == 15
+    assert len(ds.metainfo['palette']) == 20
+    assert len(ds) == 2
+    for i, name in enumerate(['with_unseen', 'seen_only']):
+        got = ds[i]['gt_seg_map']
+        np.testing.assert_array_equal(
+            got, expected_mask(LABELS[name], ds.metainfo['unseen_classes']))
+
+
+def test_split_override_by_names_and_indices(voc_root):
+    ds = build_voc(voc_root, metainfo=dict(unseen_classes=['cat', 'sheep']))
+    assert ds.metainfo['unseen_classes'] == ('cat', 'sheep')
+    assert 'train' in ds.metainfo['seen_classes']
+    got = ds[0]['gt_seg_map']
+    np.testing.assert_array_equal(
+        got, expected_mask(LABELS['with_unseen'], ('cat', 'sheep')))
+    ds = build_voc(voc_root, metainfo=dict(unseen_classes=[CAT - 1]))
+    assert ds.metainfo['unseen_classes'] == ('cat', )
+
+
+def test_drop_unseen_images(voc_root):
+    ds = build_voc(voc_root, drop_unseen_images=True)
+    assert [osp.basename(ds[i]['img_path']) for i in range(len(ds))] == \
+        ['seen_only.jpg']
+
+
+def test_bad_label_value_names_the_file(voc_root):
+    ds = build_voc(voc_root, split='all', mask=False)
+    ds[0], ds[1]  # valid files load
+    with pytest.raises(ValueError, match=r'bad_value\.png.*\[20\]'):
+        ds.pipeline(ds.get_data_info(2))
+
+
+@pytest.mark.parametrize(
+    'seen, unseen, message',
+    [(None, ['zebra'], "unknown class name 'zebra'"),
+     (['cat'], ['cat', 'dog'], 'both seen and unseen'),
+     (None, list(VOC20_CLASSES), 'seen set is empty'),
+     (['cat'], ['dog'], 'neither seen nor unseen'),
+     (None, [25], 'out of range'),
+     (None, ['cat', 'cat'], 'listed twice')])
+def test_split_errors(seen, unseen, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_split(VOC20_CLASSES, seen, unseen)
+
+
+def test_split_errors_at_build_time(voc_root):
+    with pytest.raises(ValueError, match="unknown class name 'zebra'"):
+        build_voc(voc_root, metainfo=dict(unseen_classes=['zebra']))
+
+
+def test_all_datasets_registered_with_their_protocols():
+    from mmseg_sign.datasets import (ZeroShotCOCOStuffDataset,
+                                     ZeroShotPascalContext59Dataset,
+                                     ZeroShotPascalContextDataset)
+    for cls, n, n_unseen in [(ZeroShotPascalContextDataset, 33, 4),
+                             (ZeroShotPascalContext59Dataset, 59, 10),
+                             (ZeroShotCOCOStuffDataset, 171, 15)]:
+        meta = cls._load_metainfo()
+        assert len(meta['classes']) == n == len(meta['palette'])
+        assert len(meta['unseen_classes']) == n_unseen
+        assert DATASETS.get(cls.__name__) is cls
+    coco = ZeroShotCOCOStuffDataset._load_metainfo()
+    ids = sorted(coco['classes'].index(c) for c in coco['unseen_classes'])
+    assert ids == [19, 23, 28, 29, 36, 51, 76, 88, 94, 112, 133, 136, 137,
+                   157, 160]
+
+
+def test_context33_lut_matches_names():
+    from mmseg.datasets import PascalContextDataset59
+    classes59 = PascalContextDataset59.METAINFO['classes']
+    lut = context59_to_33_lut()
+    assert lut[0] == 255 and lut[255] == 255
+    for value59 in range(1, 60):
+        name = classes59[value59 - 1]
+        want = CONTEXT33_CLASSES.index(name) \
+            if name in CONTEXT33_CLASSES else 255
+        assert lut[value59] == want, name
+    assert (lut[1:60] != 255).sum() == 33
