@@ -14,5 +14,5 @@ $PY tools/train.py "$CONFIG" --work-dir "$WORK_DIR" "$@"
 $PY tools/test.py "$CONFIG" "$WORK_DIR/iter_$($PY -c "
 from mmengine.config import Config
 print(Config.fromfile('$CONFIG').train_cfg.max_iters)").pth" \
-  --work-dir "$WORK_DIR/test" --show-dir vis
-echo "Checkpoint, logs and pictures: $WORK_DIR (test pictures under $WORK_DIR/test/*/vis)"
+  --work-dir "$WORK_DIR/test" --show-dir "$WORK_DIR/vis"
+echo "Checkpoint, logs and pictures: $WORK_DIR (test pictures: $WORK_DIR/vis/vis_data/vis_image)"

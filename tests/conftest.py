@@ -22,3 +22,12 @@ def embedding_table(tmp_path):
     path = tmp_path / 'emb.npz'
     save_class_embeddings(str(path), names, vectors.astype(np.float32))
     return str(path), names
+
+
+@pytest.fixture(autouse=True, scope='session')
+def mmseg_scope():
+    """Build from mmseg's registries (as the Runner does with
+    ``default_scope='mmseg'``)."""
+    from mmseg.utils import register_all_modules
+    import mmseg_sign  # noqa: F401
+    register_all_modules(init_default_scope=True)

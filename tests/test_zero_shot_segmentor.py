@@ -108,7 +108,7 @@ def test_stage_updates_only_its_parameters(embedding_table, stage, want):
 def test_lr_mult_and_inference_path(embedding_table):
     model = tiny_model(embedding_table[0])
     ow = optim_wrappers(model)
-    lrs = [g['lr'] for g in ow['segmentor'].param_groups]
+    lrs = [g['lr'] for g in ow['segmentor'].optimizer.param_groups]
     assert lrs == [0.1, 1.0, 0.1]
     model.eval()
     out = model.test_step(batch())

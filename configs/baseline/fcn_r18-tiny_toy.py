@@ -7,7 +7,8 @@ _base_ = [
     '../_base_/schedules/toy_schedule.py',
 ]
 norm_cfg = dict(type='BN', requires_grad=True)
-data_preprocessor = dict(size=crop_size)  # noqa: F821 (from the dataset)
+crop_size = (64, 64)
+data_preprocessor = dict(size=crop_size)
 model = dict(
     data_preprocessor=data_preprocessor,
     pretrained=None,

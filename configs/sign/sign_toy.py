@@ -19,6 +19,7 @@ max_iters = train_iters + transfer_iters
 # ---------------------------------------------------------------- model
 norm_cfg = dict(type='BN', requires_grad=True)
 feat_channels = 64
+crop_size = (64, 64)  # as in the dataset base
 model = dict(
     type='ZeroShotEncoderDecoder',
     data_preprocessor=dict(
@@ -28,7 +29,7 @@ model = dict(
         bgr_to_rgb=True,
         pad_val=0,
         seg_pad_val=255,
-        size=crop_size),  # noqa: F821 (from the dataset base)
+        size=crop_size),
     pretrained=None,
     backbone=dict(
         type='ResNetV1c',
@@ -78,6 +79,7 @@ optim_wrapper = dict(
     constructor='ModuleGroupOptimWrapperConstructor',
     segmentor=dict(
         optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=5e-4),
+        clip_grad=dict(max_norm=10.0),  # from scratch: keeps KL (α=100) sane
         modules=['backbone', 'neck', 'decode_head.conv_seg']),
     generator=dict(
         optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),

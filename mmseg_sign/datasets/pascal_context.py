@@ -2,6 +2,7 @@
 from mmseg.datasets import PascalContextDataset59
 from mmseg.registry import DATASETS
 from .class_names import CONTEXT33_CLASSES, CONTEXT33_UNSEEN, CONTEXT59_UNSEEN
+from .context33 import context59_name
 from .zero_shot import ZeroShotSegDataset
 
 _P59 = PascalContextDataset59.METAINFO
@@ -17,7 +18,7 @@ class ZeroShotPascalContextDataset(ZeroShotSegDataset):
     """
     METAINFO = dict(
         classes=CONTEXT33_CLASSES,
-        palette=[_P59_PALETTE[c] for c in CONTEXT33_CLASSES],
+        palette=[_P59_PALETTE[context59_name(c)] for c in CONTEXT33_CLASSES],
         unseen_classes=CONTEXT33_UNSEEN)
 
     def __init__(self, ann_file='', img_suffix='.jpg',

@@ -6,7 +6,16 @@ arrays and scalars) in ``message_hub``, so ``--resume`` fails with an
 ``UnpicklingError``. Instead of loading with ``weights_only=False`` (which
 would run arbitrary pickled code from any checkpoint), we allow exactly the
 classes such checkpoints hold.
+
+mmengine's ``HistoryBuffer`` pickles its statistics methods through
+``getattr`` (protocol 2), which a safe unpickler must never allow (it opens
+the way to arbitrary calls). :func:`register_checkpoint_safe_globals` also
+registers a ``copyreg`` reducer that saves a buffer as its constructor
+arguments (numpy arrays), so checkpoints written after ``import mmseg_sign``
+need nothing but allow-listed classes.
 """
+import copyreg
+
 import numpy as np
 import torch
 
@@ -34,9 +43,17 @@ def checkpoint_safe_globals() -> list:
     return globals_
 
 
+def _reduce_history_buffer(buffer):
+    return type(buffer), (buffer._log_history, buffer._count_history,
+                          buffer.max_length)
+
+
 def register_checkpoint_safe_globals() -> None:
     """Allow the classes of :func:`checkpoint_safe_globals` in
-    ``torch.load(weights_only=True)`` (no-op on torch < 2.4)."""
+    ``torch.load(weights_only=True)`` (no-op on torch < 2.4), and pickle
+    ``HistoryBuffer`` without functions."""
+    from mmengine.logging import HistoryBuffer
+    copyreg.pickle(HistoryBuffer, _reduce_history_buffer)
     add_safe_globals = getattr(torch.serialization, 'add_safe_globals', None)
     if add_safe_globals is not None:
         add_safe_globals(checkpoint_safe_globals())

@@ -7,7 +7,7 @@ data_root = 'data/VOCdevkit/VOC2012'
 crop_size = (368, 368)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
+    dict(type='LoadAnnotations'),
     dict(type='MaskUnseenClasses'),
     dict(
         type='RandomResize',
@@ -22,7 +22,7 @@ train_pipeline = [
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=(512, 512), keep_ratio=True),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
+    dict(type='LoadAnnotations'),
     dict(type='CheckSegLabels'),
     dict(type='PackSegInputs'),
 ]

@@ -10,7 +10,6 @@ param_scheduler = [
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=400, val_interval=200)
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
-log_processor = dict(by_epoch=False)
 default_hooks = dict(
     timer=dict(type='IterTimerHook'),
     logger=dict(type='LoggerHook', interval=20, log_metric_by_epoch=False),

@@ -26,14 +26,15 @@ def gaussian_mmd(x: torch.Tensor, y: torch.Tensor,
 
 def kl_divergence(mu: torch.Tensor, logvar: torch.Tensor,
                   mask: torch.Tensor) -> torch.Tensor:
-    """``KL(N(mu, σ²) ‖ N(0, I))`` (eq. 2), summed over channels and
-    averaged over the pixels where ``mask`` is True; 0 if there are none.
+    """``KL(N(mu, σ²) ‖ N(0, I))`` (eq. 2) per latent dimension: averaged
+    over channels (as CaGNet, so α = 100 does not scale with the latent
+    size) and over the pixels where ``mask`` is True; 0 if there are none.
 
     Args:
         mu, logvar: ``[B, C, H, W]``.
         mask: ``[B, H, W]`` bool.
     """
-    kl = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(dim=1)
+    kl = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).mean(dim=1)
     return masked_mean(kl, mask)
 
 

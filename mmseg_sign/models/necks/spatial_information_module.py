@@ -89,6 +89,11 @@ class SpatialInformationModule(BaseModule):
             **encoder_kwargs)
         self.mu = nn.Conv2d(channels, latent_channels, 1)
         self.logvar = nn.Conv2d(channels, latent_channels, 1)
+        # start near N(0, I): large features would otherwise give
+        # exp(logvar) in the 1e4s and a KL term (α = 100) that blows up SGD
+        for conv in (self.mu, self.logvar):
+            nn.init.normal_(conv.weight, std=0.01)
+            nn.init.zeros_(conv.bias)
 
     def positional_encoding(self, x: torch.Tensor) -> torch.Tensor:
         """``[B, pe_channels, H, W]`` for feature map ``x``."""

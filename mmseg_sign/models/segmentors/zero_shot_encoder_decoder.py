@@ -27,7 +27,7 @@ def update_params(optim_wrapper: OptimWrapper, loss: torch.Tensor) -> None:
         return
     if get_world_size() > 1:
         grads = []
-        for group in optim_wrapper.param_groups:
+        for group in optim_wrapper.optimizer.param_groups:
             for p in group['params']:
                 if p.grad is None:  # every rank must reduce the same list
                     p.grad = torch.zeros_like(p)
