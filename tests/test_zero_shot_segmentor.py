@@ -27,7 +27,8 @@ def tiny_model(emb_path):
                 type='SIGNHead', in_channels=8, channels=8, num_classes=5,
                 class_embeddings=emb_path, latent_channels=4,
                 generator_hidden=(16, ), discriminator_hidden=(16, ),
-                unseen_classes=['c3', 'c4'])))
+                unseen_classes=['c3', 'c4']),
+            test_cfg=dict(mode='whole')))
 
 
 def optim_wrappers(model):

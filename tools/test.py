@@ -9,6 +9,7 @@ from mmengine.config import Config, DictAction
 from mmengine.runner import Runner
 
 import mmseg_sign  # noqa: F401
+from mmseg_sign.utils import use_gloo_without_cuda
 
 
 # TODO: support fuse_conv_bn, visualization, and format_only
@@ -100,6 +101,8 @@ def main():
         # use config filename as default work_dir if cfg.work_dir is None
         cfg.work_dir = osp.join('./work_dirs',
                                 osp.splitext(osp.basename(args.config))[0])
+
+    use_gloo_without_cuda(cfg)
 
     cfg.load_from = args.checkpoint
 

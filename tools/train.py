@@ -18,7 +18,7 @@ from mmengine.runner import Runner
 
 import mmseg_sign  # noqa: F401
 from mmseg.registry import RUNNERS
-from mmseg_sign.utils import enable_amp
+from mmseg_sign.utils import enable_amp, use_gloo_without_cuda
 
 
 def parse_args():
@@ -74,6 +74,8 @@ def main():
     elif cfg.get('work_dir', None) is None:
         cfg.work_dir = osp.join('./work_dirs',
                                 osp.splitext(osp.basename(args.config))[0])
+
+    use_gloo_without_cuda(cfg)
 
     # enable automatic-mixed-precision training
     if args.amp is True:

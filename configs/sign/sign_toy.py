@@ -119,6 +119,6 @@ default_hooks = dict(
         type='CheckpointHook', by_epoch=False, interval=train_iters,
         save_last=True),
     sampler_seed=dict(type='DistSamplerSeedHook'),
-    visualization=dict(type='SegVisualizationHook'))
+    visualization=dict(type='SegVisualizationHook', interval=5))
 log_processor = dict(by_epoch=False)
 randomness = dict(seed=0)

@@ -14,8 +14,9 @@ Config: ``model_wrapper_cfg = dict(type='ZeroShotDataParallel')``.
 """
 import torch.nn as nn
 from mmengine.dist import broadcast
-
-from mmseg.registry import MODEL_WRAPPERS
+# the Runner looks model wrappers up in mmengine's root registry, which does
+# not search mmseg's child registry
+from mmengine.registry import MODEL_WRAPPERS
 
 
 @MODEL_WRAPPERS.register_module()

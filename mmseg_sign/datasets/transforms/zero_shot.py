@@ -44,7 +44,8 @@ class CheckSegLabels(BaseTransform):
     """Check ``gt_seg_map`` values after ``LoadAnnotations`` (test pipelines).
 
     Reads ``num_classes`` and ``ignore_index`` from the data info that every
-    zero-shot dataset provides, or from the arguments.
+    zero-shot dataset provides, or from the arguments. Without a label map
+    (inference: ``mmseg.apis`` drops ``LoadAnnotations``) it does nothing.
     """
 
     def __init__(self, num_classes: Optional[int] = None,
@@ -63,6 +64,8 @@ class CheckSegLabels(BaseTransform):
         return value
 
     def transform(self, results: dict) -> dict:
+        if 'gt_seg_map' not in results:
+            return results
         check_label_values(
             results['gt_seg_map'], self._param(results, 'num_classes'),
             self._param(results, 'ignore_index'),
@@ -91,6 +94,8 @@ class MaskUnseenClasses(CheckSegLabels):
 
     def transform(self, results: dict) -> dict:
         results = super().transform(results)
+        if 'gt_seg_map' not in results:
+            return results
         ids = self._param(results, 'unseen_class_ids')
         seg = results['gt_seg_map']
         seg[np.isin(seg, ids)] = self._param(results, 'ignore_index')

@@ -26,7 +26,7 @@ class TorchRNGStateHook(Hook):
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         state = checkpoint.get('torch_rng_state')
-        if not state:
+        if not state or not getattr(runner, '_resume', False):
             return
         torch.set_rng_state(state['cpu'])
         cuda = state.get('cuda')

@@ -1,0 +1,55 @@
+"""Helpers to run the tools as a user would (subprocesses, real Runner)."""
+import glob
+import json
+import os
+import os.path as osp
+import subprocess
+import sys
+
+import torch
+
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+FAST_LOADERS = """
+train_dataloader = dict(num_workers=0, persistent_workers=False)
+val_dataloader = dict(num_workers=0, persistent_workers=False)
+test_dataloader = val_dataloader
+"""
+
+
+def write_config(path, base, body):
+    """A config inheriting ``base`` (repo-relative) with overrides."""
+    with open(path, 'w') as f:
+        f.write(f"_base_ = [{osp.join(REPO, base)!r}]\n{FAST_LOADERS}\n"
+                f"{body}\n")
+    return str(path)
+
+
+def run_tool(args, cwd, launcher=None, nproc=2, timeout=600):
+    """Run ``tools/<args[0]>`` with the current interpreter; returns the
+    combined output and raises with it on failure."""
+    tool = osp.join(REPO, 'tools', args[0])
+    if launcher == 'pytorch':
+        cmd = [sys.executable, '-m', 'torch.distributed.run',
+               f'--nproc_per_node={nproc}', '--master_port=29631', tool,
+               *args[1:], '--launcher', 'pytorch']
+    else:
+        cmd = [sys.executable, tool, *args[1:]]
+    env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise AssertionError(f'{" ".join(cmd)} failed:\n{out[-6000:]}')
+    return out
+
+
+def load_state(path):
+    return torch.load(path, map_location='cpu')['state_dict']
+
+
+def last_metrics(work_dir):
+    """The metrics json that mmengine writes for a test run."""
+    files = sorted(glob.glob(osp.join(work_dir, '*', '*.json')))
+    assert files, f'no metrics json under {work_dir}'
+    with open(files[-1]) as f:
+        return json.load(f)

@@ -1,0 +1,67 @@
+"""Gradient averaging of the multi-optimizer train_step with 2 CPU
+processes (gloo), against per-rank gradients computed independently."""
+import os
+import socket
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def worker(rank, world_size, port, queue):
+    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
+    dist.init_process_group('gloo', rank=rank, world_size=world_size)
+    try:
+        from mmengine.optim import OptimWrapper
+
+        from mmseg_sign.engine import ZeroShotDataParallel
+        from mmseg_sign.models.segmentors.zero_shot_encoder_decoder import \
+            update_params
+
+        torch.manual_seed(rank)  # different initial weights on each rank
+        model = torch.nn.Linear(3, 2)
+        wrapped = ZeroShotDataParallel(model)  # broadcasts rank 0's weights
+        start = [p.detach().clone() for p in model.parameters()]
+        flat_start = torch.cat([p.flatten() for p in start])
+        starts = [torch.zeros_like(flat_start) for _ in range(world_size)]
+        dist.all_gather(starts, flat_start)
+        x = torch.randn(4, 3, generator=torch.Generator().manual_seed(rank))
+        # local gradient of this rank's loss, computed on a copy
+        ref = torch.nn.Linear(3, 2)
+        ref.load_state_dict(model.state_dict())
+        ref(x).pow(2).mean().backward()
+        local = torch.cat([p.grad.flatten() for p in ref.parameters()])
+        gathered = [torch.zeros_like(local) for _ in range(world_size)]
+        dist.all_gather(gathered, local)
+        ow = OptimWrapper(torch.optim.SGD(model.parameters(), lr=1.0))
+        update_params(ow, wrapped.module(x).pow(2).mean())
+        after = torch.cat([p.detach().flatten() for p in model.parameters()])
+        want = torch.cat([p.flatten() for p in start]) - torch.stack(
+            gathered).mean(0)
+        all_after = [torch.zeros_like(after) for _ in range(world_size)]
+        dist.all_gather(all_after, after)
+        queue.put((rank, torch.equal(starts[0], starts[1]),
+                   torch.allclose(after, want, atol=1e-6),
+                   all(torch.equal(a, all_after[0]) for a in all_after),
+                   not torch.equal(gathered[0], gathered[1])))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_process_gradients_are_averaged():
+    ctx = mp.get_context('spawn')
+    queue = ctx.Queue()
+    mp.spawn(worker, args=(2, free_port(), queue), nprocs=2, join=True)
+    results = sorted(queue.get() for _ in range(2))
+    for rank, same_start, matches_mean, ranks_equal, grads_differ in results:
+        assert same_start, 'ZeroShotDataParallel did not broadcast rank 0\'s weights'
+
+        assert grads_differ, 'ranks saw the same data; the test is void'
+        assert matches_mean, f'rank {rank}: step != mean of rank gradients'
+        assert ranks_equal, f'rank {rank}: weights differ across ranks'
