@@ -3,6 +3,7 @@ import copy
 
 import pytest
 import torch
+from mmengine.config import ConfigDict
 from mmengine.structures import PixelData
 
 from mmseg.registry import MODELS, OPTIM_WRAPPER_CONSTRUCTORS
@@ -28,7 +29,7 @@ def tiny_model(emb_path):
                 class_embeddings=emb_path, latent_channels=4,
                 generator_hidden=(16, ), discriminator_hidden=(16, ),
                 unseen_classes=['c3', 'c4']),
-            test_cfg=dict(mode='whole')))
+            test_cfg=ConfigDict(mode='whole')))
 
 
 def optim_wrappers(model):

@@ -8,6 +8,22 @@ def _is_single_wrapper(cfg: dict) -> bool:
 
 
 def enable_amp(cfg: Config) -> bool:
+    """``--amp``: check for a GPU, then :func:`convert_to_amp`.
+
+    Raises:
+        RuntimeError: no CUDA device is available (mmengine's AMP wrapper
+            needs one).
+    """
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            '--amp needs a CUDA GPU, but torch.cuda.is_available() is False '
+            f'(torch {torch.__version__}). Drop --amp to train in fp32 on '
+            'the CPU, or install a CUDA build of torch and mmcv (README, '
+            '"GPU users").')
+    return convert_to_amp(cfg)
+
+
+def convert_to_amp(cfg: Config) -> bool:
     """Turn every optimizer wrapper of ``cfg.optim_wrapper`` into an
     ``AmpOptimWrapper`` with a dynamic loss scale.
 
@@ -17,16 +33,8 @@ def enable_amp(cfg: Config) -> bool:
     changed (False when every wrapper already uses AMP).
 
     Raises:
-        RuntimeError: no CUDA device is available (mmengine's AMP wrapper
-            needs one).
         ValueError: a wrapper type that AMP cannot replace.
     """
-    if not torch.cuda.is_available():
-        raise RuntimeError(
-            '--amp needs a CUDA GPU, but torch.cuda.is_available() is False '
-            f'(torch {torch.__version__}). Drop --amp to train in fp32 on '
-            'the CPU, or install a CUDA build of torch and mmcv (README, '
-            '"GPU users").')
     optim_wrapper = cfg.optim_wrapper
     if _is_single_wrapper(optim_wrapper):
         wrappers = {'optim_wrapper': optim_wrapper}

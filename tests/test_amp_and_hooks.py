@@ -1,0 +1,81 @@
+"""--amp config conversion, SIGNStageHook stage derivation, checkpoint
+loading with torch's weights_only default."""
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from mmseg_sign.engine import SIGNStageHook
+from mmseg_sign.utils import convert_to_amp, enable_amp
+
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+
+
+def test_amp_converts_every_wrapper_of_a_dict():
+    cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
+    assert convert_to_amp(cfg) is True
+    for name in ('segmentor', 'generator', 'discriminator', 'transfer'):
+        assert cfg.optim_wrapper[name]['type'] == 'AmpOptimWrapper'
+        assert cfg.optim_wrapper[name]['loss_scale'] == 'dynamic'
+    assert cfg.optim_wrapper.constructor == 'ModuleGroupOptimWrapperConstructor'
+    assert convert_to_amp(cfg) is False  # already AMP
+
+
+def test_amp_single_wrapper_and_errors():
+    cfg = Config(dict(optim_wrapper=dict(
+        type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
+    assert convert_to_amp(cfg) and \
+        cfg.optim_wrapper.type == 'AmpOptimWrapper'
+    bad = Config(dict(optim_wrapper=dict(
+        type='ApexOptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
+    with pytest.raises(ValueError, match='ApexOptimWrapper'):
+        convert_to_amp(bad)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='needs a CPU machine')
+def test_amp_without_gpu_is_a_clear_error():
+    cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
+    with pytest.raises(RuntimeError, match='--amp needs a CUDA GPU'):
+        enable_amp(cfg)
+
+
+def test_stage_derivation_from_iteration():
+    hook = SIGNStageHook([
+        dict(name='train', iters=3),
+        dict(name='transfer', iters=2),
+        dict(name='self_train', iters=4, mode='AST')
+    ])
+    names = [hook.stage_at(i)['name'] for i in range(10)]
+    assert names == ['train'] * 3 + ['transfer'] * 2 + ['self_train'] * 5
+    assert [hook.stage_start(i) for i in range(3)] == [0, 3, 5]
+    assert hook.total_iters == 9
+
+
+@pytest.mark.parametrize('stages, message', [
+    ([], 'at least one stage'),
+    ([dict(name='pretrain', iters=3)], 'name must be one of'),
+    ([dict(name='train', iters=0)], 'positive integer'),
+])
+def test_stage_plan_errors(stages, message):
+    with pytest.raises(ValueError, match=message):
+        SIGNStageHook(stages)
+
+
+def test_checkpoint_with_message_hub_loads_weights_only(tmp_path):
+    """torch >= 2.6 loads with weights_only=True; the mmengine objects in a
+    checkpoint must be allowed (and nothing callable like getattr)."""
+    from mmengine.logging import MessageHub
+    import mmseg_sign  # noqa: F401 (registers the safe globals)
+    hub = MessageHub.get_instance('ckpt_test')
+    for i in range(3):
+        hub.update_scalar('train/loss', 0.5 * i)
+    hub.update_info('iter', 3)
+    path = tmp_path / 'ckpt.pth'
+    torch.save(dict(message_hub=hub.state_dict(),
+                    state_dict=dict(w=torch.ones(2))), path)
+    loaded = torch.load(path, weights_only=True)
+    buf = loaded['message_hub']['log_scalars']['train/loss']
+    assert buf.mean() == pytest.approx(0.5)
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(
+        str(path)) == []
