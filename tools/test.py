@@ -1,6 +1,7 @@
 # Copyright (c) OpenMMLab. All rights reserved. Adapted for mmseg-sign.
 """Test (and evaluate) a segmentor; mmseg 1.2.2's ``tools/test.py``, with
-``mmseg_sign`` imported so that its datasets, metric and models resolve."""
+``mmseg_sign`` imported so that its datasets, metric and models resolve, and
+``--launcher pytorch`` working on CPU processes (gloo)."""
 import argparse
 import os
 import os.path as osp

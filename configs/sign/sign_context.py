@@ -42,7 +42,12 @@ optim_wrapper = dict(
     transfer=dict(
         optimizer=dict(
             type='SGD', lr=2.5e-3, momentum=0.9, weight_decay=5e-4),
-        modules=['decode_head.conv_seg']))
+        modules=['decode_head.conv_seg']),
+    self_train=dict(  # used by the *_st / *_ast variants
+        optimizer=dict(
+            type='SGD', lr=2.5e-4, momentum=0.9, weight_decay=5e-4),
+        modules=['backbone', 'neck', 'decode_head.conv_seg'],
+        lr_mult={'neck': 10.0, 'decode_head.conv_seg': 10.0}))
 param_scheduler = dict(
     segmentor=[
         dict(type='PolyLR', power=0.9, eta_min=0.0, begin=0,
@@ -50,7 +55,8 @@ param_scheduler = dict(
     ],
     generator=[],
     discriminator=[],
-    transfer=[])
+    transfer=[],
+    self_train=[])
 
 # ------------------------------------------------------------ schedule
 train_cfg = dict(

@@ -89,7 +89,11 @@ optim_wrapper = dict(
         modules=['decode_head.discriminator']),
     transfer=dict(
         optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=5e-4),
-        modules=['decode_head.conv_seg']))
+        modules=['decode_head.conv_seg']),
+    self_train=dict(  # used by sign_toy_st.py / sign_toy_ast.py
+        optimizer=dict(type='SGD', lr=2e-3, momentum=0.9, weight_decay=5e-4),
+        clip_grad=dict(max_norm=10.0),
+        modules=['backbone', 'neck', 'decode_head.conv_seg']))
 param_scheduler = dict(
     segmentor=[
         dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0,
@@ -97,7 +101,8 @@ param_scheduler = dict(
     ],
     generator=[],
     discriminator=[],
-    transfer=[])
+    transfer=[],
+    self_train=[])
 
 # ------------------------------------------------------------ schedule
 train_cfg = dict(

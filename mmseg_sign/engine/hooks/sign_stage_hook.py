@@ -39,9 +39,29 @@ class SIGNStageHook(Hook):
                 raise ValueError(f'stages[{i}] ({stage["name"]}): `iters` '
                                  'must be a positive integer, got '
                                  f'{stage.get("iters")!r}.')
+            if stage['name'] == 'self_train':
+                self._check_self_train(i, stage)
             self.stages.append(stage)
         self.total_iters = sum(s['iters'] for s in self.stages)
         self._current: Optional[int] = None
+
+    @staticmethod
+    def _check_self_train(i: int, stage: dict) -> None:
+        unknown = set(stage) - {'name', 'iters', 'mode', 'temperature',
+                                'top_p'}
+        if unknown:
+            raise ValueError(f'stages[{i}] (self_train): unknown keys '
+                             f'{sorted(unknown)}; use mode, temperature, '
+                             'top_p.')
+        if stage.setdefault('mode', 'AST') not in ('ST', 'AST'):
+            raise ValueError(f"stages[{i}] (self_train): mode must be 'ST' "
+                             f"or 'AST', got {stage['mode']!r}.")
+        if stage.setdefault('temperature', 2.0) <= 0:
+            raise ValueError(f'stages[{i}] (self_train): temperature must '
+                             f'be > 0, got {stage["temperature"]}.')
+        if not 0 < stage.setdefault('top_p', 75.0) <= 100:
+            raise ValueError(f'stages[{i}] (self_train): top_p is a '
+                             f'percentage in (0, 100], got {stage["top_p"]}.')
 
     def stage_index_at(self, iteration: int) -> int:
         """Index of the stage that runs iteration ``iteration`` (0-based);
@@ -63,6 +83,25 @@ class SIGNStageHook(Hook):
     def _model(runner):
         model = runner.model
         return model.module if is_model_wrapper(model) else model
+
+    @staticmethod
+    def _forget_stage_losses(runner) -> None:
+        """Drop the previous stage's losses from the message hub so that the
+        log does not repeat their last values during the next stage."""
+        scalars = runner.message_hub.log_scalars
+        for key in list(scalars):
+            if key.startswith('train/') and not key.endswith(('lr', 'time')):
+                del scalars[key]
+
+    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        """Save the self-training teacher, so a resumed run uses it."""
+        teacher = getattr(self._model(runner), 'teacher', None)
+        if teacher is not None:
+            checkpoint['sign_teacher'] = teacher.state_dict()
+
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        if 'sign_teacher' in checkpoint and getattr(runner, '_resume', False):
+            self._model(runner).build_teacher(checkpoint['sign_teacher'])
 
     def before_train(self, runner) -> None:
         max_iters = runner.train_loop.max_iters
@@ -95,6 +134,8 @@ class SIGNStageHook(Hook):
         if index == self._current:
             return
         stage = self.stages[index]
+        if self._current is not None:
+            self._forget_stage_losses(runner)
         extra = {k: v for k, v in stage.items() if k not in ('name', 'iters')}
         self._model(runner).set_stage(stage['name'], **extra)
         start = self.stage_start(index)

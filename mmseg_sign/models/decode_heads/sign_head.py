@@ -14,6 +14,7 @@ from mmseg.utils import SampleList
 from ...datasets.zero_shot import resolve_split
 from ...embeddings import load_class_embeddings
 from ..losses import adversarial_loss, gaussian_mmd, kl_divergence
+from ..utils import pseudo_label_image
 
 
 def mlp(dims: Sequence[int], dropout: float = 0.0) -> nn.Sequential:
@@ -258,22 +259,83 @@ class SIGNHead(BaseDecodeHead):
                             (~unseen).sum().clamp(min=1))
         return torch.multinomial(probs.float(), num, replacement=True)
 
+    def loss_synthetic(self, num: int, like: Tensor) -> Tensor:
+        """``loss_ce_synth`` (eq. 8): C on ``num`` features ``G(M(ŷ), z)``,
+        ``z ~ N(0, I)``, for sampled labels ŷ that include unseen classes.
+        G is frozen (no gradient reaches it)."""
+        pseudo = self.sample_pseudo_labels(num, like.device)
+        with torch.no_grad():
+            z = torch.randn(num, self.latent_channels, device=like.device,
+                            dtype=like.dtype)
+            fake = self.generate(pseudo, z)
+        logits = self.cls_seg(fake[:, :, None, None])[:, :, 0, 0]
+        return F.cross_entropy(logits, pseudo)
+
     def loss_transfer(self, inputs, data_samples: SampleList
                       ) -> Dict[str, Tensor]:
         """Transfer step, eq. 9: ``loss_ce`` of C on real (frozen) features
-        and ``loss_ce_synth`` on ``G(M(ŷ), z)``, ``z ~ N(0, I)``, for pseudo
-        labels ŷ that include unseen classes (one per feature pixel)."""
+        and ``loss_ce_synth`` (one synthetic feature per feature pixel)."""
         feats = inputs[0].detach()
         losses = self.loss_by_feat(self.cls_seg(feats), data_samples)
         num = feats.shape[0] * feats.shape[2] * feats.shape[3]
-        pseudo = self.sample_pseudo_labels(num, feats.device)
-        with torch.no_grad():
-            z = torch.randn(num, self.latent_channels, device=feats.device,
-                            dtype=feats.dtype)
-            fake = self.generate(pseudo, z)
-        logits = self.cls_seg(fake[:, :, None, None])[:, :, 0, 0]
-        losses['loss_ce_synth'] = F.cross_entropy(logits, pseudo)
+        losses['loss_ce_synth'] = self.loss_synthetic(num, feats)
         return losses
+
+    def pseudo_labels(self, teacher_logits: Tensor,
+                      data_samples: SampleList, mode: str,
+                      temperature: float, top_p: float
+                      ) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
+        """Self-training targets of a batch (section 3.4).
+
+        Args:
+            teacher_logits: ``[B, K, H, W]`` at the label resolution.
+
+        Returns:
+            ``(targets [B, H, W], weights [B, H, W], stats)``; ``stats``
+            (logged) has the number of pseudo-labelled pixels kept
+            ``st_pixels``, their mean weight ``st_weight`` and mean
+            confidence ``st_confidence``.
+        """
+        labels = self._stack_batch_gt(data_samples)[:, 0]
+        probs = teacher_logits.softmax(dim=1)
+        unseen = self.unseen_ids.to(labels.device)
+        targets, weights, confs, pseudo_w = [], [], [], []
+        for prob, label, sample in zip(probs, labels, data_samples):
+            valid = torch.zeros_like(label, dtype=torch.bool)
+            h, w = sample.metainfo.get('img_shape', label.shape)
+            valid[:h, :w] = True  # padding is at the bottom / right
+            target, weight, conf = pseudo_label_image(
+                prob, label, unseen, valid, mode, temperature, top_p,
+                self.ignore_index)
+            targets.append(target)
+            weights.append(weight)
+            confs.append(conf)
+            pseudo_w.append(weight[(label == self.ignore_index)
+                                   & (target != self.ignore_index)])
+        confs, pseudo_w = torch.cat(confs), torch.cat(pseudo_w)
+        zero = probs.new_zeros(())
+        stats = dict(
+            st_pixels=probs.new_tensor(float(confs.numel())),
+            st_weight=pseudo_w.mean() if pseudo_w.numel() else zero,
+            st_confidence=confs.mean() if confs.numel() else zero)
+        return torch.stack(targets), torch.stack(weights), stats
+
+    def loss_self_train(self, inputs, targets: Tensor,
+                        weights: Tensor) -> Dict[str, Tensor]:
+        """Weighted cross-entropy of C on real features against seen labels
+        and pseudo labels (``Σ w·ce / Σ w``), plus ``loss_ce_synth`` so that
+        the unseen classes stay calibrated."""
+        feats = inputs[0]
+        logits = F.interpolate(
+            self.cls_seg(feats), size=targets.shape[-2:], mode='bilinear',
+            align_corners=self.align_corners)
+        ce = F.cross_entropy(
+            logits, targets, ignore_index=self.ignore_index,
+            reduction='none')
+        loss = (weights * ce).sum() / weights.sum().clamp(min=1e-6)
+        num = feats.shape[0] * feats.shape[2] * feats.shape[3]
+        return dict(
+            loss_ce_st=loss, loss_ce_synth=self.loss_synthetic(num, feats))
 
     def loss(self, inputs, batch_data_samples: SampleList,
              train_cfg) -> Dict[str, Tensor]:

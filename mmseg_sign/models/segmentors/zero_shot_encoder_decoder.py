@@ -1,9 +1,11 @@
 """ZeroShotEncoderDecoder: an EncoderDecoder whose ``train_step`` runs the
 step of the current SIGN stage over an ``OptimWrapperDict`` (DESIGN §3.4).
 """
+import copy
 from typing import Dict, Optional
 
 import torch
+import torch.nn.functional as F
 from mmengine.dist import all_reduce_params, get_world_size
 from mmengine.optim import OptimWrapper, OptimWrapperDict
 
@@ -47,7 +49,10 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
 
     * ``segmentor`` (backbone, SIM, C), ``generator`` (G),
       ``discriminator`` (D): the ``train`` stage;
-    * ``transfer`` (C): the ``transfer`` stage.
+    * ``transfer`` (C): the ``transfer`` stage;
+    * ``self_train`` (backbone, SIM, C): the ``self_train`` stage, whose
+      teacher (:attr:`teacher`) is a frozen copy of the model taken when
+      the stage starts.
 
     Inference is the plain ``EncoderDecoder`` path: backbone → SIM → C.
     """
@@ -59,11 +64,35 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                              'that returns (F_x, mu, logvar).')
         self.stage = 'train'
         self.stage_cfg: dict = {}
+        self.teacher = None
+
+    def __setattr__(self, name, value):
+        # the teacher is not a sub-module: not in state_dict() (it is saved
+        # under its own key by SIGNStageHook), parameters() or .to()
+        if name == 'teacher':
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
 
     def set_stage(self, name: str, **stage_cfg) -> None:
         if name not in STAGES:
             raise ValueError(f'Unknown stage {name!r}; stages: {STAGES}.')
         self.stage, self.stage_cfg = name, stage_cfg
+        if name == 'self_train' and self.teacher is None:
+            self.build_teacher()
+        elif name != 'self_train':
+            self.teacher = None
+
+    def build_teacher(self, state_dict: Optional[dict] = None) -> None:
+        """Freeze a copy of the current model as the self-training teacher
+        (or of ``state_dict``, a teacher restored from a checkpoint)."""
+        self.teacher = None  # not copied into the new teacher
+        teacher = copy.deepcopy(self)
+        if state_dict is not None:
+            teacher.load_state_dict(state_dict)
+        teacher.eval()
+        teacher.requires_grad_(False)
+        self.teacher = teacher
 
     # ---------------------------------------------------------------- steps
     def train_step(self, data, optim_wrapper: OptimWrapperDict
@@ -131,6 +160,30 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         return log_vars
 
     def _self_train_step(self, inputs, data_samples, optim_wrapper):
-        raise NotImplementedError(
-            "The 'self_train' stage (annealed self-training) is not "
-            'available yet; remove it from the SIGNStageHook stages.')
+        """Section 3.4: E, SIM and C learn from seen labels and the frozen
+        teacher's unseen pseudo labels (ST: top-p, AST: eq. 16 weights);
+        G is frozen and only feeds ``loss_ce_synth``."""
+        (st_ow, ) = self._require(optim_wrapper, 'self_train')
+        if self.teacher is None:
+            raise RuntimeError('self_train stage without a teacher; call '
+                               'set_stage("self_train") first.')
+        cfg = dict(mode='AST', temperature=2.0, top_p=75.0)
+        cfg.update(self.stage_cfg)
+        head = self.decode_head
+        with torch.no_grad():
+            t_logits = self.teacher.decode_head(
+                self.teacher.extract_feat(inputs))
+            t_logits = F.interpolate(
+                t_logits, size=inputs.shape[-2:], mode='bilinear',
+                align_corners=head.align_corners)
+            targets, weights, stats = head.pseudo_labels(
+                t_logits, data_samples, cfg['mode'], cfg['temperature'],
+                cfg['top_p'])
+        with st_ow.optim_context(self):
+            feats = self.extract_feat(inputs)
+            losses = head.loss_self_train(feats, targets, weights)
+        loss, log_vars = self.parse_losses(losses)
+        update_params(st_ow, loss)
+        log_vars.pop('loss')
+        log_vars.update(stats)
+        return log_vars

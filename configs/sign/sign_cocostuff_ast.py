@@ -1,0 +1,19 @@
+# sign_cocostuff + annealed self-training (AST, eq. 16).
+_base_ = ['./sign_cocostuff.py']
+
+train_iters, transfer_iters, self_train_iters = 40000, 10000, 10000
+stages = [
+    dict(name='train', iters=train_iters),
+    dict(name='transfer', iters=transfer_iters),
+    dict(name='self_train', iters=self_train_iters, mode='AST',
+         temperature=2.0),
+]
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+train_cfg = dict(
+    max_iters=train_iters + transfer_iters + self_train_iters,
+    dynamic_intervals=[(train_iters + 1, transfer_iters),
+                       (train_iters + transfer_iters + 1, self_train_iters)])
+train_dataloader = dict(batch_size=4)  # CaGNet's self-training batch

@@ -1,0 +1,18 @@
+# sign_toy + self-training (ST, top-p pseudo labels).
+_base_ = ['./sign_toy.py']
+
+train_iters, transfer_iters, self_train_iters = 600, 200, 200
+stages = [
+    dict(name='train', iters=train_iters),
+    dict(name='transfer', iters=transfer_iters),
+    dict(name='self_train', iters=self_train_iters, mode='ST',
+         top_p=75.0),
+]
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+train_cfg = dict(
+    max_iters=train_iters + transfer_iters + self_train_iters,
+    dynamic_intervals=[(train_iters + 1, transfer_iters),
+                       (train_iters + transfer_iters + 1, self_train_iters)])

@@ -1,0 +1,79 @@
+"""Pseudo labels of (annealed) self-training, paper section 3.4, eq. 16."""
+import math
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from ..losses import annealed_weights
+
+
+def top_p_mask(confidence: Tensor, labels: Tensor, top_p: float) -> Tensor:
+    """ST selection: for every class in ``labels [N]``, keep the ``top_p``
+    percent most confident of its pixels (``ceil(n · top_p / 100)`` of n).
+
+    Returns a bool mask ``[N]``.
+    """
+    if not 0 < top_p <= 100:
+        raise ValueError(f'top_p is a percentage in (0, 100], got {top_p}.')
+    keep = torch.zeros_like(labels, dtype=torch.bool)
+    for c in labels.unique():
+        idx = (labels == c).nonzero().flatten()
+        k = math.ceil(idx.numel() * top_p / 100)
+        best = confidence[idx].topk(k).indices
+        keep[idx[best]] = True
+    return keep
+
+
+def pseudo_label_image(probs: Tensor,
+                       label: Tensor,
+                       unseen_ids: Tensor,
+                       valid: Optional[Tensor] = None,
+                       mode: str = 'AST',
+                       temperature: float = 2.0,
+                       top_p: float = 75.0,
+                       ignore_index: int = 255) -> Tuple[Tensor, Tensor,
+                                                         Tensor]:
+    """Targets and weights of one image for self-training.
+
+    Pixels labelled with a (seen) class keep their label with weight 1.
+    Pixels whose label is ``ignore_index`` and that are inside the image
+    (``valid``; crop padding never is) get the teacher's best *unseen*
+    class as pseudo label, with its softmax probability as confidence:
+
+    * ``'ST'``: the ``top_p`` percent most confident per unseen class get
+      weight 1, the rest 0;
+    * ``'AST'``: all of them, weighted by :func:`annealed_weights` over this
+      image's pseudo-labelled pixels (eq. 16, largest weight 1).
+
+    Args:
+        probs: teacher softmax ``[K, H, W]``.
+        label: training label ``[H, W]`` (unseen classes already ignored).
+        unseen_ids: indices of the unseen classes ``[U]``.
+        valid: bool ``[H, W]``, False on padding. Default: all True.
+
+    Returns:
+        ``(target [H, W] long, weight [H, W] float, confidence [M])`` where
+        pixels with weight 0 have target ``ignore_index`` and
+        ``confidence`` holds the kept pseudo labels' confidences.
+    """
+    if mode not in ('ST', 'AST'):
+        raise ValueError(f"self-training mode must be 'ST' or 'AST', got "
+                         f'{mode!r}.')
+    target = label.clone()
+    weight = (label != ignore_index).to(probs.dtype)
+    pseudo = label == ignore_index
+    if valid is not None:
+        pseudo &= valid
+    conf, best = probs[unseen_ids][:, pseudo].max(dim=0)
+    classes = unseen_ids[best]
+    if mode == 'ST':
+        keep = top_p_mask(conf, classes, top_p)
+        w = keep.to(probs.dtype)
+    else:
+        keep = torch.ones_like(conf, dtype=torch.bool)
+        w = annealed_weights(conf, temperature)
+    target[pseudo] = torch.where(keep, classes,
+                                 torch.full_like(classes, ignore_index))
+    weight[pseudo] = w
+    return target, weight, conf[keep]
