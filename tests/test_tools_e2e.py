@@ -10,7 +10,8 @@ import torch
 from e2e_utils import last_metrics, load_state, run_tool, write_config
 
 SIGN_SHORT = """
-stages = [dict(name='train', iters=4), dict(name='transfer', iters=3)]
+stages = [dict(name='train', iters=4), dict(name='transfer', iters=3),
+          dict(name='self_train', iters=3, mode='AST', temperature=2.0)]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
     dict(type='TorchRNGStateHook'),
@@ -19,7 +20,7 @@ param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=4,
          by_epoch=False)
 ])
-train_cfg = dict(max_iters=7, val_interval=100, dynamic_intervals=None)
+train_cfg = dict(max_iters=10, val_interval=100, dynamic_intervals=None)
 default_hooks = dict(
     checkpoint=dict(interval=1, max_keep_ckpts=-1),
     logger=dict(interval=1))
@@ -63,7 +64,8 @@ def test_fcn_train_resume_test(workspace):
 
 @pytest.fixture(scope='module')
 def sign_run(workspace):
-    """An uninterrupted 4 + 3 iteration SIGN run with every checkpoint."""
+    """An uninterrupted 4 + 3 + 3 iteration SIGN run (train, transfer,
+    AST) with every checkpoint."""
     cfg = write_config(workspace / 'sign.py', 'configs/sign/sign_toy.py',
                        SIGN_SHORT)
     wd = str(workspace / 'wd_sign')
@@ -71,11 +73,21 @@ def sign_run(workspace):
     return cfg, wd, out
 
 
-def test_sign_runs_both_stages(sign_run):
+def test_sign_runs_all_stages(sign_run):
     cfg, wd, out = sign_run
-    assert "SIGN stage 'train' (1/2): iterations 1-4" in out
-    assert "SIGN stage 'transfer' (2/2): iterations 5-7" in out
+    assert "SIGN stage 'train' (1/3): iterations 1-4" in out
+    assert "SIGN stage 'transfer' (2/3): iterations 5-7" in out
+    assert "SIGN stage 'self_train' (3/3): iterations 8-10" in out
     assert 'loss_mmd' in out and 'loss_ce_synth' in out and 'hIoU' in out
+    assert 'st_pixels' in out and 'st_weight' in out
+    # the teacher is saved with the self-training checkpoints only
+    assert 'sign_teacher' not in torch.load(
+        osp.join(wd, 'iter_7.pth'), map_location='cpu')
+    teacher = torch.load(osp.join(wd, 'iter_9.pth'),
+                         map_location='cpu')['sign_teacher']
+    s7 = load_state(osp.join(wd, 'iter_7.pth'))
+    for key in s7:  # = the model when the stage started
+        assert torch.equal(teacher[key], s7[key]), key
     # transfer trains C only: everything but conv_seg equals iteration 4
     s4, s7 = (load_state(osp.join(wd, f'iter_{i}.pth')) for i in (4, 7))
     changed = {k for k in s4 if not torch.equal(s4[k], s7[k])}
@@ -83,11 +95,12 @@ def test_sign_runs_both_stages(sign_run):
                        'decode_head.conv_seg.bias'}
 
 
-@pytest.mark.parametrize('killed_after', [2, 5])
+@pytest.mark.parametrize('killed_after', [2, 5, 9])
 def test_sign_resume_matches_uninterrupted(workspace, sign_run,
                                            killed_after):
-    """A run that died after iteration 2 (train stage) or 5 (just after the
-    switch to transfer) continues with --resume to the same weights."""
+    """A run that died after iteration 2 (train stage), 5 (just after the
+    switch to transfer) or 9 (inside self-training, teacher restored)
+    continues with --resume to the same weights."""
     cfg, wd, _ = sign_run
     wd2 = workspace / f'wd_sign_killed_{killed_after}'
     wd2.mkdir()
@@ -96,38 +109,38 @@ def test_sign_resume_matches_uninterrupted(workspace, sign_run,
     (wd2 / 'last_checkpoint').write_text(str(ckpt))
     out = run_tool(['train.py', cfg, '--work-dir', str(wd2), '--resume'],
                    workspace)
-    stage = 'train' if killed_after < 4 else 'transfer'
+    stage = {2: 'train', 5: 'transfer', 9: 'self_train'}[killed_after]
     assert f"SIGN stage '{stage}'" in out
     assert f'resumed at {killed_after + 1}' in out
-    want = load_state(osp.join(wd, 'iter_7.pth'))
-    got = load_state(str(wd2 / 'iter_7.pth'))
+    want = load_state(osp.join(wd, 'iter_10.pth'))
+    got = load_state(str(wd2 / 'iter_10.pth'))
     for key in want:
         torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
                                    msg=key)
     # every optimizer state was restored, not rebuilt
-    optim = torch.load(str(wd2 / 'iter_7.pth'), map_location='cpu')[
+    optim = torch.load(str(wd2 / 'iter_10.pth'), map_location='cpu')[
         'optimizer']
     assert set(optim) == {'segmentor', 'generator', 'discriminator',
-                          'transfer'}
+                          'transfer', 'self_train'}
 
 
 def test_sign_test_tool_and_inference_api(workspace, sign_run, monkeypatch):
     cfg, wd, _ = sign_run
     monkeypatch.chdir(workspace)  # the config's data/toy paths
     test_wd = str(workspace / 'wd_sign_test')
-    run_tool(['test.py', cfg, osp.join(wd, 'iter_7.pth'), '--work-dir',
+    run_tool(['test.py', cfg, osp.join(wd, 'iter_10.pth'), '--work-dir',
               test_wd, '--show-dir', str(workspace / 'vis_sign')],
              workspace)
     assert 'hIoU' in last_metrics(test_wd)
     from mmseg.apis import inference_model, init_model
-    model = init_model(cfg, osp.join(wd, 'iter_7.pth'), device='cpu')
+    model = init_model(cfg, osp.join(wd, 'iter_10.pth'), device='cpu')
     img = str(workspace / 'data/toy/JPEGImages/val_00000.png')
     result = inference_model(model, img)
     assert result.pred_sem_seg.data.shape[-2:] == (64, 64)
     assert int(result.pred_sem_seg.data.max()) < 10
     from mmseg.apis import MMSegInferencer
     inferencer = MMSegInferencer(
-        cfg, osp.join(wd, 'iter_7.pth'), device='cpu')
+        cfg, osp.join(wd, 'iter_10.pth'), device='cpu')
     preds = inferencer(img, return_datasamples=True)
     torch.testing.assert_close(preds.pred_sem_seg.data,
                                result.pred_sem_seg.data)
@@ -143,5 +156,5 @@ def test_sign_two_process_training(workspace):
     out = run_tool(['train.py', cfg, '--work-dir', wd], workspace,
                    launcher='pytorch')
     assert 'gloo' in out
-    assert "SIGN stage 'transfer' (2/2)" in out
-    assert osp.exists(osp.join(wd, 'iter_7.pth'))
+    assert "SIGN stage 'self_train' (3/3)" in out
+    assert osp.exists(osp.join(wd, 'iter_10.pth'))

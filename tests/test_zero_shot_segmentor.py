@@ -49,7 +49,11 @@ def optim_wrappers(model):
                     modules=['decode_head.discriminator']),
                 transfer=dict(
                     optimizer=dict(type='SGD', lr=0.1),
-                    modules=['decode_head.conv_seg']))))(model)
+                    modules=['decode_head.conv_seg']),
+                self_train=dict(
+                    optimizer=dict(type='SGD', lr=0.1),
+                    modules=['backbone', 'neck', 'decode_head.conv_seg']))))(
+                        model)
 
 
 def batch():
@@ -84,6 +88,7 @@ def groups(keys):
     ('train', {'backbone', 'neck', 'decode_head.conv_seg',
                'decode_head.generator', 'decode_head.discriminator'}),
     ('transfer', {'decode_head.conv_seg'}),
+    ('self_train', {'backbone', 'neck', 'decode_head.conv_seg'}),
 ])
 def test_stage_updates_only_its_parameters(embedding_table, stage, want):
     torch.manual_seed(0)
@@ -103,8 +108,36 @@ def test_stage_updates_only_its_parameters(embedding_table, stage, want):
     if stage == 'train':
         assert {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g',
                 'loss_adv_d'} <= set(log_vars)
-    else:
+    elif stage == 'transfer':
         assert {'loss_ce', 'loss_ce_synth'} <= set(log_vars)
+    else:
+        assert {'loss_ce_st', 'loss_ce_synth', 'st_pixels', 'st_weight',
+                'st_confidence'} <= set(log_vars)
+        assert log_vars['st_pixels'] > 0
+
+
+@pytest.mark.parametrize('mode', ['ST', 'AST'])
+def test_self_train_teacher_is_frozen_copy(embedding_table, mode):
+    torch.manual_seed(0)
+    model = tiny_model(embedding_table[0])
+    model.train()
+    ow = optim_wrappers(model)
+    start = copy.deepcopy(model.state_dict())
+    model.set_stage('self_train', mode=mode, temperature=2.0, top_p=50)
+    teacher = model.teacher
+    assert teacher is not None and not teacher.training
+    # not a sub-module: neither in the student's state_dict nor parameters
+    assert not any(k.startswith('teacher') for k in model.state_dict())
+    assert all(not p.requires_grad for p in teacher.parameters())
+    for _ in range(2):
+        model.train_step(batch(), ow)
+    t_state = teacher.state_dict()
+    for key, value in start.items():
+        assert torch.equal(t_state[key], value), key
+    assert model.teacher is teacher  # kept for the whole stage
+    assert changed(start, model.state_dict())
+    model.set_stage('transfer')
+    assert model.teacher is None
 
 
 def test_lr_mult_and_inference_path(embedding_table):
