@@ -1,4 +1,5 @@
-# SIGN on the built-in toy data: every stage in a few minutes on 2 CPU cores.
+# SIGN on the built-in toy data: all three stages (train, transfer, annealed
+# self-training) in a few minutes on 2 CPU cores.
 # Data: `python tools/make_toy_dataset.py` (writes data/toy).
 _base_ = [
     '../_base_/datasets/toy.py',
@@ -9,12 +10,15 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 # ---------------------------------------------------------------- stages
 # One tools/train.py run does them all; SIGNStageHook picks the stage from
 # the iteration, so --resume lands in the right one.
-train_iters, transfer_iters = 600, 200
+train_iters, transfer_iters, self_train_iters = 600, 200, 200
 stages = [
     dict(name='train', iters=train_iters),  # E, SIM, C (ce + kld); G; D
     dict(name='transfer', iters=transfer_iters),  # C on real + synthetic
+    # E, SIM, C on seen labels + teacher's unseen pseudo labels (eq. 16)
+    dict(name='self_train', iters=self_train_iters, mode='AST',
+         temperature=2.0),
 ]
-max_iters = train_iters + transfer_iters
+max_iters = train_iters + transfer_iters + self_train_iters
 
 # ---------------------------------------------------------------- model
 norm_cfg = dict(type='BN', requires_grad=True)
@@ -90,7 +94,7 @@ optim_wrapper = dict(
     transfer=dict(
         optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=5e-4),
         modules=['decode_head.conv_seg']),
-    self_train=dict(  # used by sign_toy_st.py / sign_toy_ast.py
+    self_train=dict(
         optimizer=dict(type='SGD', lr=2e-3, momentum=0.9, weight_decay=5e-4),
         clip_grad=dict(max_norm=10.0),
         modules=['backbone', 'neck', 'decode_head.conv_seg']))
@@ -108,8 +112,9 @@ param_scheduler = dict(
 train_cfg = dict(
     type='IterBasedTrainLoop',
     max_iters=max_iters,
-    val_interval=train_iters,
-    dynamic_intervals=[(train_iters + 1, transfer_iters)])
+    val_interval=train_iters,  # evaluate at the end of every stage
+    dynamic_intervals=[(train_iters + 1, transfer_iters),
+                       (train_iters + transfer_iters + 1, self_train_iters)])
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
 custom_hooks = [

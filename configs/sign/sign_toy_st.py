@@ -1,18 +1,13 @@
-# sign_toy + self-training (ST, top-p pseudo labels).
+# sign_toy with plain self-training (ST: top-p pseudo labels, weight 1)
+# instead of AST.
 _base_ = ['./sign_toy.py']
 
-train_iters, transfer_iters, self_train_iters = 600, 200, 200
 stages = [
-    dict(name='train', iters=train_iters),
-    dict(name='transfer', iters=transfer_iters),
-    dict(name='self_train', iters=self_train_iters, mode='ST',
-         top_p=75.0),
+    dict(name='train', iters=600),
+    dict(name='transfer', iters=200),
+    dict(name='self_train', iters=200, mode='ST', top_p=75.0),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
     dict(type='TorchRNGStateHook'),
 ]
-train_cfg = dict(
-    max_iters=train_iters + transfer_iters + self_train_iters,
-    dynamic_intervals=[(train_iters + 1, transfer_iters),
-                       (train_iters + transfer_iters + 1, self_train_iters)])

@@ -1,0 +1,15 @@
+# sign_toy without self-training: the paper's plain "SIGN" (train + transfer).
+_base_ = ['./sign_toy.py']
+
+train_iters, transfer_iters = 600, 200
+stages = [
+    dict(name='train', iters=train_iters),
+    dict(name='transfer', iters=transfer_iters),
+]
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+train_cfg = dict(
+    max_iters=train_iters + transfer_iters,
+    dynamic_intervals=[(train_iters + 1, transfer_iters)])
