@@ -13,7 +13,4 @@ custom_hooks = [
     dict(type='TorchRNGStateHook'),
 ]
 train_cfg = dict(
-    max_iters=train_iters + transfer_iters + self_train_iters,
-    dynamic_intervals=[(train_iters + 1, transfer_iters),
-                       (train_iters + transfer_iters + 1, self_train_iters)])
-train_dataloader = dict(batch_size=4)  # CaGNet's self-training batch
+    max_iters=train_iters + transfer_iters + self_train_iters)

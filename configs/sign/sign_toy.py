@@ -112,9 +112,7 @@ param_scheduler = dict(
 train_cfg = dict(
     type='IterBasedTrainLoop',
     max_iters=max_iters,
-    val_interval=train_iters,  # evaluate at the end of every stage
-    dynamic_intervals=[(train_iters + 1, transfer_iters),
-                       (train_iters + transfer_iters + 1, self_train_iters)])
+    val_interval=max_iters)  # SIGNStageHook also validates at stage ends
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
 custom_hooks = [

@@ -10,6 +10,4 @@ custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
     dict(type='TorchRNGStateHook'),
 ]
-train_cfg = dict(
-    max_iters=train_iters + transfer_iters,
-    dynamic_intervals=[(train_iters + 1, transfer_iters)])
+train_cfg = dict(max_iters=train_iters + transfer_iters)

@@ -62,8 +62,7 @@ param_scheduler = dict(
 train_cfg = dict(
     type='IterBasedTrainLoop',
     max_iters=train_iters + transfer_iters,
-    val_interval=train_iters,
-    dynamic_intervals=[(train_iters + 1, transfer_iters)])
+    val_interval=4000)  # SIGNStageHook also validates at stage ends
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
 custom_hooks = [

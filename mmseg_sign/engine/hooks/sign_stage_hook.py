@@ -23,10 +23,14 @@ class SIGNStageHook(Hook):
             ``[dict(name='train', iters=40000),
             dict(name='transfer', iters=6000)]``; extra keys of a stage are
             passed to ``model.set_stage``.
+        val_at_stage_end (bool): run the validation loop when a stage ends
+            (besides ``train_cfg.val_interval``), so the log shows the GZSL
+            table after every stage.
     """
     priority = 'VERY_HIGH'
 
-    def __init__(self, stages: List[dict]):
+    def __init__(self, stages: List[dict], val_at_stage_end: bool = True):
+        self.val_at_stage_end = val_at_stage_end
         if not stages:
             raise ValueError('SIGNStageHook needs at least one stage.')
         self.stages = []
@@ -84,6 +88,20 @@ class SIGNStageHook(Hook):
         model = runner.model
         return model.module if is_model_wrapper(model) else model
 
+    def _validate_stage_end(self, runner) -> None:
+        """Validate the model of the stage that just ended (the loop only
+        validates every ``val_interval`` iterations)."""
+        loop = runner.train_loop
+        if (not self.val_at_stage_end or runner.val_loop is None
+                or runner.iter < loop.val_begin
+                or runner.iter % loop.val_interval == 0):
+            return
+        print_log('Validation at the end of stage '
+                  f"'{self.stage_at(runner.iter - 1)['name']}'",
+                  logger='current')
+        runner.val_loop.run()
+        runner.model.train()
+
     @staticmethod
     def _forget_stage_losses(runner) -> None:
         """Drop the previous stage's losses from the message hub so that the
@@ -133,6 +151,8 @@ class SIGNStageHook(Hook):
         index = self.stage_index_at(runner.iter)
         if index == self._current:
             return
+        if self._current is not None:
+            self._validate_stage_end(runner)
         stage = self.stages[index]
         if self._current is not None:
             self._forget_stage_losses(runner)

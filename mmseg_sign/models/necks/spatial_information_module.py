@@ -5,9 +5,9 @@ import torch
 import torch.nn as nn
 from mmengine.model import BaseModule
 
-from mmseg.models.decode_heads.aspp_head import ASPPModule
 from mmseg.registry import MODELS
 from ..utils import PE_TYPES, positional_encoding_2d
+from .deeplabv2_aspp import DeepLabV2ASPP
 from .sim_encoders import SIM_ENCODERS
 
 
@@ -72,9 +72,7 @@ class SpatialInformationModule(BaseModule):
         self.pe_scale = pe_scale
         self.train_size = train_size
         if input_proj == 'aspp':
-            self.input_proj = ASPPModule(
-                dilations, in_channels, channels, conv_cfg=None,
-                norm_cfg=None, act_cfg=None)
+            self.input_proj = DeepLabV2ASPP(in_channels, channels, dilations)
         elif input_proj is None:
             if in_channels != channels:
                 raise ValueError(
@@ -107,7 +105,7 @@ class SpatialInformationModule(BaseModule):
         x = inputs[self.in_index] if isinstance(inputs,
                                                 (list, tuple)) else inputs
         if self.input_proj is not None:
-            x = sum(self.input_proj(x))  # DeepLab-v2 ASPP: sum of branches
+            x = self.input_proj.project(x)
         enc_in = x if self.pe_channels == 0 else torch.cat(
             [x, self.positional_encoding(x)], dim=1)
         feats = x + self.encoder(enc_in)
