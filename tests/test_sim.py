@@ -45,3 +45,19 @@ def test_sim_rpe_handles_unseen_test_sizes_and_interp():
              latent_channels=8)).eval()
     out = sim([torch.randn(1, 8, 9, 13)])
     assert out[0].shape == (1, 8, 9, 13)
+
+
+def test_self_attention_matches_explicit_softmax_attention():
+    """SDPA path against softmax(q kᵀ / sqrt(d)) v written out."""
+    from mmseg_sign.models.necks.sim_encoders import SelfAttentionEncoder
+    torch.manual_seed(0)
+    enc = SelfAttentionEncoder(6, 8, num_heads=2).eval()
+    x = torch.randn(2, 6, 3, 5)
+    h = enc.in_proj(x)
+    q, k, v = enc.attention_inputs(enc.norm1(h))
+    assert all(t.is_contiguous() for t in (q, k, v))  # flash-eligible
+    attn = torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1]**0.5, -1) @ v
+    attn = attn.transpose(-1, -2).reshape(2, 8, 3, 5)
+    h = h + enc.out_proj(attn)
+    want = h + enc.ffn(enc.norm2(h))
+    torch.testing.assert_close(enc(x), want, rtol=1e-5, atol=1e-5)

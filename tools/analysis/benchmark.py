@@ -19,6 +19,7 @@ needed); the backbone is randomly initialised (``pretrained=None``).
 """
 import argparse
 import copy
+import logging
 import os
 import statistics
 import threading
@@ -27,6 +28,7 @@ import time
 import numpy as np
 import torch
 from mmengine.config import Config
+from mmengine.logging import MMLogger
 from mmengine.structures import PixelData
 
 import mmseg_sign  # noqa: F401
@@ -140,7 +142,11 @@ def class_table(path, num_classes, dim):
 
 def build(cfg, device):
     model = MODELS.build(cfg).to(device)
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    logger.setLevel(logging.WARNING)  # no per-parameter init report
     model.init_weights()
+    logger.setLevel(level)
     return model
 
 
@@ -219,6 +225,7 @@ def main():
         sec, mem = timed(lambda: model.train_step(batch, ow), device,
                          args.warmup, args.repeats)
         rows.append((name, sec, args.batch_size / sec, mem))
+        print(f'  measured {name}: {sec:.3f} s', flush=True)
         return sec
 
     t_base = train_row('baseline: train iteration', baseline, base_ow)
@@ -244,6 +251,8 @@ def main():
                     model.encode_decode(x, metas)
 
             result[name] = timed(run, device, args.warmup, args.repeats)
+            print(f'  measured {name} inference {size}: '
+                  f'{result[name][0]:.3f} s', flush=True)
         infer.append((size, result))
 
     gib = 2**30

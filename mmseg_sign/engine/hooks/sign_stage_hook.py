@@ -151,11 +151,10 @@ class SIGNStageHook(Hook):
         index = self.stage_index_at(runner.iter)
         if index == self._current:
             return
-        if self._current is not None:
+        if self._current is not None:  # a stage just ended
             self._validate_stage_end(runner)
-        stage = self.stages[index]
-        if self._current is not None:
             self._forget_stage_losses(runner)
+        stage = self.stages[index]
         extra = {k: v for k, v in stage.items() if k not in ('name', 'iters')}
         self._model(runner).set_stage(stage['name'], **extra)
         start = self.stage_start(index)
