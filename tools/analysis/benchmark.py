@@ -187,10 +187,9 @@ def main():
     cfg = Config.fromfile(args.config)
     sign_cfg = copy.deepcopy(cfg.model)
     sign_cfg.pretrained = None
-    for part in ('backbone', ):
-        norm = sign_cfg[part].get('norm_cfg')
-        if norm and norm.get('type') == 'SyncBN':
-            norm['type'] = 'BN'  # one process
+    norm = sign_cfg.backbone.get('norm_cfg')
+    if norm and norm.get('type') == 'SyncBN':
+        norm['type'] = 'BN'  # one process
     head = sign_cfg.decode_head
     emb_dim = 600 if head['channels'] >= 300 else head['channels']
     head.class_embeddings = class_table(
