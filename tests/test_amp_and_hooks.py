@@ -56,10 +56,31 @@ def test_stage_derivation_from_iteration():
     ([], 'at least one stage'),
     ([dict(name='pretrain', iters=3)], 'name must be one of'),
     ([dict(name='train', iters=0)], 'positive integer'),
+    ([dict(name='train', iters=3, mode='x')],
+     r"stages\[0\] \(train\): unknown keys \['mode'\]"),
+    ([dict(name='train', iters=3), dict(name='transfer', iters=2,
+                                        mode='C-only')],
+     r"stages\[1\] \(transfer\): mode must be one of"),
+    ([dict(name='train', iters=3), dict(name='transfer', iters=2,
+                                        block_size=10)],
+     r"unknown keys \['block_size'\]; options: \['block_iters'"),
+    ([dict(name='self_train', iters=3, temperature=0)], 'temperature'),
+    ([dict(name='self_train', iters=3, mode='ST_topk', top_k=0)], 'top_k'),
 ])
 def test_stage_plan_errors(stages, message):
     with pytest.raises(ValueError, match=message):
         SIGNStageHook(stages)
+
+
+def test_stage_plan_defaults_are_the_authors_recipe():
+    hook = SIGNStageHook([dict(name='train', iters=3),
+                          dict(name='transfer', iters=2),
+                          dict(name='self_train', iters=2)])
+    assert hook.stages[1] == dict(
+        name='transfer', iters=2, mode='alternate', block_iters=100,
+        real_weight=0.75, fake_weight=0.25, synth_weight=0.125)
+    assert hook.stages[2]['mode'] == 'AST'
+    assert hook.stages[2]['temperature'] == 2.0
 
 
 def test_checkpoint_with_message_hub_loads_weights_only(tmp_path):

@@ -52,7 +52,10 @@ def toy_batch(n=2, size=64, num_classes=10):
     return dict(inputs=inputs, data_samples=samples)
 
 
-def run_both_stages(cfg, emb_path, size=64, num_classes=10):
+def run_every_stage(cfg, emb_path, size=64, num_classes=10):
+    """One step of each stage of the config's plan with its own options
+    (both blocks of an alternating transfer), then inference."""
+    from mmseg_sign.models.segmentors.stages import stage_options
     cfg.model.decode_head.class_embeddings = emb_path
     cfg.model.pretrained = None
     cfg.model.data_preprocessor['size'] = (size, size)
@@ -64,29 +67,106 @@ def run_both_stages(cfg, emb_path, size=64, num_classes=10):
         dict(type=optim_cfg.pop('constructor'), optim_wrapper_cfg=optim_cfg))(
             model)
     model.train()
-    for stage in ('train', 'transfer'):
-        model.set_stage(stage)
-        log_vars = model.train_step(
-            toy_batch(size=size, num_classes=num_classes), ow)
-        assert all(torch.isfinite(v) for v in log_vars.values()), stage
+    stages = [stage_options(i, s)
+              for i, s in enumerate(cfg.custom_hooks[0]['stages'])]
+    for stage in stages:
+        opts = {k: v for k, v in stage.items() if k not in ('name', 'iters')}
+        model.set_stage(stage['name'], **opts)
+        blocks = [0, opts['block_iters']] if opts.get('mode') == \
+            'alternate' else [0]
+        for stage_iter in blocks:
+            model.stage_iter = stage_iter
+            log_vars = model.train_step(
+                toy_batch(size=size, num_classes=num_classes), ow)
+            assert all(torch.isfinite(v) for v in log_vars.values()), stage
     model.eval()
     out = model.test_step(toy_batch(1, size, num_classes))
     assert out[0].pred_sem_seg.data.shape == (1, size, size)
+    return model
 
 
 @pytest.mark.parametrize('name', ['sign_toy.py', 'sign_mit-b0_toy.py'])
-def test_toy_configs_train_both_stages(name, toy_root):
+def test_toy_configs_train_every_stage(name, toy_root):
     cfg = Config.fromfile(osp.join(REPO, 'configs', 'sign', name))
-    run_both_stages(cfg, osp.join(toy_root, 'class_embeddings.npz'))
+    run_every_stage(cfg, osp.join(toy_root, 'class_embeddings.npz'))
 
 
-def test_voc_config_model_runs(tmp_path):
-    """The paper-size VOC model (R101, 600-d) on a small input."""
-    from mmseg_sign.datasets.class_names import VOC20_CLASSES
+def paper_config(dataset, variant, tmp_path):
+    """A paper config with a random embedding table of its classes."""
+    from mmseg_sign.datasets import class_names
     from mmseg_sign.embeddings import save_class_embeddings
-    cfg = Config.fromfile(osp.join(REPO, 'configs', 'sign', 'sign_voc.py'))
-    vectors = np.random.default_rng(0).normal(size=(20, 600))
-    path = str(tmp_path / 'voc.npz')
-    save_class_embeddings(path, VOC20_CLASSES, vectors.astype(np.float32))
-    cfg.model.backbone.norm_cfg = dict(type='BN', requires_grad=True)
-    run_both_stages(cfg, path, size=48, num_classes=20)
+    cfg = Config.fromfile(
+        osp.join(REPO, 'configs', 'sign', f'sign_{dataset}{variant}.py'))
+    names = getattr(class_names, dict(
+        voc='VOC20_CLASSES', context='CONTEXT33_CLASSES',
+        cocostuff='COCOSTUFF171_CLASSES')[dataset])
+    vectors = np.random.default_rng(0).normal(size=(len(names), 600))
+    path = str(tmp_path / 'table.npz')
+    save_class_embeddings(path, names, vectors.astype(np.float32))
+    cfg.model.decode_head.class_embeddings = path
+    cfg.model.pretrained = None
+    return cfg, len(names)
+
+
+def test_voc_paper_config_steps_every_stage(tmp_path):
+    """The paper-size model (R101, 600-d) with the authors' recipe (frozen
+    backbone BN, multi-scale CE, shared trunk, alternating transfer, AST)
+    steps every stage on a small input."""
+    cfg, num_classes = paper_config('voc', '_ast', tmp_path)
+    before = {k: v.clone() for k, v in MODELS.build(
+        cfg.model).backbone.state_dict().items() if 'running' in k}
+    model = run_every_stage(cfg, cfg.model.decode_head.class_embeddings,
+                            size=48, num_classes=num_classes)
+    assert model.backbone.norm_eval
+    # frozen BN: statistics unchanged and no affine parameter trains
+    for k, v in model.backbone.state_dict().items():
+        if 'running' in k:
+            torch.testing.assert_close(v, before[k])
+    norms = [m for m in model.backbone.modules()
+             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    assert norms and not any(p.requires_grad for m in norms
+                             for p in m.parameters())
+
+
+@pytest.mark.parametrize('dataset, rate, unseen_share, synth_weight', [
+    ('voc', 9, 0.77, 0.125), ('context', 14, 0.67, 0.125),
+    ('cocostuff', 59, 0.85, 1.0)])
+def test_paper_configs_hold_the_authors_recipe(dataset, rate, unseen_share,
+                                               synth_weight, tmp_path):
+    from mmseg_sign.models.segmentors.stages import stage_options
+    cfg, num_classes = paper_config(dataset, '_ast', tmp_path)
+    head = cfg.model.decode_head
+    assert head.gen_unseen_rate == rate
+    unseen = {'voc': 5, 'context': 4, 'cocostuff': 15}[dataset]
+    share = unseen * (1 + rate) / (num_classes - unseen + unseen * (1 + rate))
+    assert share == pytest.approx(unseen_share, abs=0.005)
+    stages = [stage_options(i, s)
+              for i, s in enumerate(cfg.custom_hooks[0]['stages'])]
+    assert [s['name'] for s in stages] == ['train', 'transfer', 'self_train']
+    assert stages[1]['mode'] == 'alternate'
+    assert stages[1]['synth_weight'] == synth_weight
+    assert head.mmd_kernel_variances == (2, 5, 10, 20, 40, 60)
+    assert cfg.model.train_cfg.ce_scales == (1.0, 0.5, 0.75)
+    assert head.loss_decode.loss_weight == 0.5
+    assert cfg.model.backbone.norm_eval
+    # the learning-rate multipliers, through mmengine's paramwise options
+    model = MODELS.build(cfg.model)
+    optim_cfg = dict(cfg.optim_wrapper)
+    ow = OPTIM_WRAPPER_CONSTRUCTORS.build(
+        dict(type=optim_cfg.pop('constructor'), optim_wrapper_cfg=optim_cfg))(
+            model)
+    names = {id(p): n for n, p in model.named_parameters()}
+    seen = {}
+    for group in ow['segmentor'].optimizer.param_groups:
+        for p in group['params']:
+            seen[names[id(p)]] = (group['lr'] / 2.5e-4,
+                                  group['weight_decay'] / 5e-4)
+    for name, (lr_mult, decay_mult) in seen.items():
+        if name.startswith('neck.input_proj') and name.endswith('bias'):
+            assert (lr_mult, decay_mult) == pytest.approx((20, 0)), name
+        elif name.startswith('neck.input_proj'):
+            assert (lr_mult, decay_mult) == pytest.approx((10, 1)), name
+        elif name.startswith('neck.'):
+            assert (lr_mult, decay_mult) == pytest.approx((5, 1)), name
+        else:
+            assert name.startswith('backbone.') and lr_mult == 1, name

@@ -65,11 +65,40 @@ def test_st_mode_drops_unconfident_pseudo_labels():
     label = torch.full((1, 5), IGN)
     label[0, 4] = 0
     target, weight, conf = pseudo_label_image(
-        probs, label, torch.tensor([2]), mode='ST', top_p=50)
-    # 4 ignored pixels of class 2: keep ceil(2) = 2 most confident (0.9, 0.8)
+        probs, label, torch.tensor([2]), mode='ST', top_p=100)
+    # ZS3: candidates are the ignored pixels predicted unseen (arg-max over
+    # all classes): pixels 0 (0.9) and 2 (0.8); pixels 1 and 3 are
+    # predicted class 1 (0.6, 0.7)
     assert target.tolist() == [[2, IGN, 2, IGN, 0]]
     assert weight.tolist() == [[1., 0., 1., 0., 1.]]
     torch.testing.assert_close(conf, torch.tensor([0.9, 0.8]))
+    # top 50 % of the 2 candidates: ceil(1) = 1 (0.9)
+    target, weight, conf = pseudo_label_image(
+        probs, label, torch.tensor([2]), mode='ST', top_p=50)
+    assert target.tolist() == [[2, IGN, IGN, IGN, 0]]
+    torch.testing.assert_close(conf, torch.tensor([0.9]))
+
+
+def test_st_topk_mode_is_cagnets_rank_rule():
+    """CaGNet: the best unseen class labels a pixel when it ranks among
+    the pixel's top_k classes."""
+    probs = torch.tensor([[[0.5, 0.1, 0.3]],   # class 0 (seen)
+                          [[0.3, 0.2, 0.6]],   # class 1 (seen)
+                          [[0.2, 0.7, 0.1]]])  # class 2 (unseen)
+    label = torch.full((1, 3), IGN)
+    # ranks of class 2: pixel 0 third, pixel 1 first, pixel 2 third
+    target, weight, conf = pseudo_label_image(
+        probs, label, torch.tensor([2]), mode='ST_topk', top_k=1)
+    assert target.tolist() == [[IGN, 2, IGN]]
+    torch.testing.assert_close(conf, torch.tensor([0.7]))
+    target, _, _ = pseudo_label_image(
+        probs, label, torch.tensor([2]), mode='ST_topk', top_k=2)
+    assert target.tolist() == [[IGN, 2, IGN]]
+    target, weight, _ = pseudo_label_image(
+        probs, label, torch.tensor([2]), mode='ST_topk', top_k=3)
+    assert target.tolist() == [[2, 2, 2]] and weight.eq(1).all()
+    with pytest.raises(ValueError, match='mode must be one of'):
+        pseudo_label_image(probs, label, torch.tensor([2]), mode='st')
 
 
 def test_pseudo_labels_are_only_unseen_classes():

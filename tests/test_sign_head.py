@@ -1,6 +1,9 @@
 """SIGNHead losses on small shapes."""
+import math
+
 import pytest
 import torch
+import torch.nn.functional as F
 from mmengine.structures import PixelData
 
 from mmseg.registry import MODELS
@@ -10,7 +13,8 @@ from mmseg.structures import SegDataSample
 def build_head(path, **kwargs):
     cfg = dict(type='SIGNHead', in_channels=8, channels=8, num_classes=5,
                class_embeddings=path, latent_channels=4,
-               generator_hidden=(16, ), discriminator_hidden=(16, ),
+               generator_hidden=(16, ), generator_dropout=0.1,
+               discriminator_hidden=(16, ), trunk_channels=16,
                unseen_classes=['c3', 'c4'], mmd_max_pixels=10)
     cfg.update(kwargs)
     return MODELS.build(cfg)
@@ -27,7 +31,8 @@ def samples(labels):
 
 
 def features(b=2, h=4, w=6):
-    return (torch.randn(b, 8, h, w, requires_grad=True),
+    return (torch.rand(b, 8, h, w, requires_grad=True),
+            torch.randn(b, 4, h, w, requires_grad=True),
             torch.randn(b, 4, h, w, requires_grad=True),
             torch.randn(b, 4, h, w, requires_grad=True))
 
@@ -38,7 +43,7 @@ def test_losses_finite_and_zero_without_labelled_pixels(embedding_table):
     feats = features()
     seg = head.loss_segmentation(feats, ignored)
     assert seg['loss_ce'].item() == 0.0 and seg['loss_kld'].item() == 0.0
-    gen, real, fake = head.loss_generator(feats, ignored)
+    gen, real, fake, _ = head.loss_generator(feats, ignored)
     assert gen['loss_mmd'].item() == 0.0
     assert real.shape[0] == fake.shape[0] == 0
     dis = head.loss_discriminator(real, fake)
@@ -52,7 +57,7 @@ def test_losses_with_labels(embedding_table):
     labels[:, :2] = 255
     feats = features()
     seg = head.loss_segmentation(feats, samples(labels))
-    gen, real, fake = head.loss_generator(feats, samples(labels))
+    gen, real, fake, _ = head.loss_generator(feats, samples(labels))
     # at most mmd_max_pixels per class (3 seen classes present)
     assert real.shape[0] <= 30 and fake.shape == real.shape
     assert gen['loss_mmd'] > 0
@@ -63,13 +68,17 @@ def test_losses_with_labels(embedding_table):
 
 
 def test_pseudo_labels_overweight_unseen(embedding_table):
-    head = build_head(embedding_table[0], synth_unseen_ratio=0.6)
+    """The authors' prior: ∝ 1 per seen class, 1 + gen_unseen_rate per
+    unseen class (VOC, rate 9: 5·10 / (15 + 50) = 77 % unseen)."""
+    head = build_head(embedding_table[0], gen_unseen_rate=4.0)
     torch.manual_seed(0)
     labels = head.sample_pseudo_labels(20000, 'cpu')
     freq = torch.bincount(labels, minlength=5).float() / 20000
-    # unseen c3, c4 share 0.6; seen c0..c2 share 0.4
+    # seen c0..c2: 1/13 each; unseen c3, c4: 5/13 each
     torch.testing.assert_close(
-        freq, torch.tensor([0.4 / 3] * 3 + [0.3, 0.3]), atol=0.015, rtol=0)
+        freq, torch.tensor([1 / 13] * 3 + [5 / 13] * 2), atol=0.015, rtol=0)
+    with pytest.raises(ValueError, match='gen_unseen_rate'):
+        build_head(embedding_table[0], gen_unseen_rate=None)
 
 
 def test_embedding_table_must_match(embedding_table, tmp_path):
@@ -94,3 +103,90 @@ def test_calibration_lowers_seen_scores(embedding_table):
     torch.testing.assert_close(diff[0, :3], torch.full_like(diff[0, :3],
                                                             0.5))
     torch.testing.assert_close(diff[0, 3:], torch.zeros_like(diff[0, 3:]))
+
+
+def naive_mmd(x, y, variances):
+    """Biased MMD² written as double loops, kernel Σ_v exp(-d² / (2v))."""
+    def k(a, b):
+        d2 = sum((u - v)**2 for u, v in zip(a, b))
+        return sum(math.exp(-d2 / (2 * v)) for v in variances)
+
+    def mean_k(p, q):
+        return sum(k(a, b) for a in p for b in q) / (len(p) * len(q))
+
+    return mean_k(x, x) + mean_k(y, y) - 2 * mean_k(x, y)
+
+
+@pytest.mark.parametrize('classifier', ['linear', 'shared_trunk'])
+def test_generator_sees_the_sim_latent_and_mmd_uses_variances(
+        embedding_table, classifier):
+    """G's input is cat(M(y), z) with the SIM's own z of the same pixel;
+    loss_mmd = β Σ_c MMD²(real_c, fake_c) with variance-named kernels."""
+    torch.manual_seed(0)
+    head = build_head(embedding_table[0], classifier=classifier,
+                      mmd_max_pixels=1000, mmd_kernel_variances=(2, 60),
+                      loss_mmd_weight=3.0).eval()
+    labels = torch.randint(0, 3, (2, 4, 6))
+    labels[0, 0] = 255
+    feats = features()
+    gen, real, fake, picked = head.loss_generator(feats, samples(labels))
+    flat = labels.flatten()
+    idx = torch.cat([(flat == c).nonzero().flatten() for c in flat[
+        flat != 255].unique()])
+    assert torch.equal(picked, flat[idx])
+    pix = lambda t: t.detach().permute(0, 2, 3, 1).reshape(-1, t.shape[1])
+    torch.testing.assert_close(real, pix(feats[0])[idx])
+    torch.testing.assert_close(fake, head.generate(flat[idx],
+                                                   pix(feats[3])[idx]))
+    assert ((fake > 0) & (fake < 1)).all()  # sigmoid output, as F_x
+    want = 3.0 * sum(
+        naive_mmd(real[picked == c].tolist(), fake[picked == c].tolist(),
+                  (2, 60)) for c in picked.unique())
+    assert gen['loss_mmd'].item() == pytest.approx(want, rel=1e-4)
+
+
+def test_shared_trunk_layout(embedding_table):
+    """C and D are two heads on one trunk (the authors' layout); with
+    'linear', C is one 1×1 conv on F_x and D a separate MLP."""
+    head = build_head(embedding_table[0], classifier='shared_trunk').eval()
+    assert head.conv_seg.in_channels == 16 and \
+        head.discriminator.in_channels == 16
+    x = torch.rand(7, 8)
+    trunk = torch.relu(x @ head.trunk[0].weight[:, :, 0, 0].T +
+                       head.trunk[0].bias)
+    torch.testing.assert_close(
+        head.classify(x), trunk @ head.conv_seg.weight[:, :, 0, 0].T +
+        head.conv_seg.bias)
+    torch.testing.assert_close(
+        head.discriminate(x), (trunk @ head.discriminator.weight[
+            0, :, 0, 0] + head.discriminator.bias))
+    linear = build_head(embedding_table[0], classifier='linear')
+    assert linear.conv_seg.in_channels == 8
+    assert not list(linear.trunk.parameters())
+    with pytest.raises(ValueError, match='classifier must be one of'):
+        build_head(embedding_table[0], classifier='mlp')
+
+
+def test_multi_scale_cross_entropy(embedding_table):
+    """DeepLab-v2 multi-scale CE: mean of the CE of the scale-1 logits,
+    each extra scale and their element-wise max (at scale-1 size)."""
+    torch.manual_seed(0)
+    head = build_head(embedding_table[0], dropout_ratio=0.0,
+                      classifier='linear').eval()
+    labels = torch.randint(0, 3, (2, 8, 12))
+    labels[:, 0] = 255
+    feats = features(2, 4, 6)
+    extra = [torch.randn(2, 5, 2, 3), torch.randn(2, 5, 3, 5)]
+    got = head.loss_segmentation(feats, samples(labels), extra)['loss_ce']
+
+    def ce(logits):
+        up = F.interpolate(logits, (8, 12), mode='bilinear',
+                           align_corners=False)
+        return F.cross_entropy(up, labels, ignore_index=255)
+
+    main = head.forward(feats)
+    fused = torch.stack([main] + [
+        F.interpolate(x, (4, 6), mode='bilinear', align_corners=False)
+        for x in extra]).max(0).values
+    want = (ce(main) + ce(extra[0]) + ce(extra[1]) + ce(fused)) / 4
+    torch.testing.assert_close(got, want)

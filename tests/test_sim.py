@@ -1,4 +1,5 @@
-"""SpatialInformationModule: shapes and gradients of every architecture."""
+"""SpatialInformationModule: shapes and gradients of every architecture,
+and the latent path (F_x depends on z in training, z = mu in eval)."""
 import pytest
 import torch
 
@@ -12,13 +13,15 @@ from mmseg.registry import MODELS
 def test_sim_shapes_and_gradients(arch, pe_type):
     sim = MODELS.build(
         dict(type='SIM', in_channels=6, channels=8, pe_type=pe_type,
-             pe_channels=8, arch=arch, num_heads=2, latent_channels=4,
-             dilations=(1, 2)))
+             pe_channels=8, arch=arch, num_heads=2, latent_channels=8,
+             latent_hidden=4, dilations=(1, 2)))
     for h, w in [(1, 1), (5, 7), (8, 8)]:
         x = torch.randn(2, 6, h, w, requires_grad=True)
-        feats, mu, logvar = sim((torch.randn(2, 3, h, w), x))
-        assert feats.shape == (2, 8, h, w)
-        assert mu.shape == logvar.shape == (2, 4, h, w)
+        feats, mu, logvar, z = sim((torch.randn(2, 3, h, w), x))
+        assert feats.shape == mu.shape == logvar.shape == z.shape == (2, 8,
+                                                                      h, w)
+        assert ((feats > 0) & (feats < 1)).all()  # sigmoid range, as G's
+        assert (logvar >= 0).all()  # ReLU, as the authors' code
         (feats.sum() + mu.sum() + logvar.sum()).backward()
         assert x.grad is not None and x.grad.abs().sum() > 0
     for name, p in sim.named_parameters():
@@ -35,6 +38,68 @@ def test_sim_registry_aliases_and_errors():
         SpatialInformationModule(8, 8, pe_type='absolute_interp')
     with pytest.raises(ValueError, match='in_channels == channels'):
         SpatialInformationModule(6, 8, input_proj=None)
+    with pytest.raises(ValueError, match='latent_channels .4. must equal'):
+        SpatialInformationModule(8, 8, input_proj=None, latent_channels=4)
+
+
+def toy_sim(**kwargs):
+    """The toy config's SIM (64 channels from a 128-channel backbone)."""
+    import os.path as osp
+
+    from mmengine.config import Config
+    repo = osp.dirname(osp.dirname(osp.abspath(__file__)))
+    cfg = Config.fromfile(osp.join(repo, 'configs/sign/sign_toy.py'))
+    cfg.model.neck.update(kwargs)
+    return MODELS.build(cfg.model.neck)
+
+
+def test_features_depend_on_the_latent_code_in_training():
+    """R1: F_x = sigmoid(h' + h'·sigmoid(z)), so the segmentation loss
+    reaches mu and logvar (not only the KL term)."""
+    torch.manual_seed(0)
+    sim = toy_sim().train()
+    x = [torch.randn(2, 128, 6, 6)]
+    feats, mu, logvar, z = sim(x)
+    d_mu, d_logvar = torch.autograd.grad(feats.sum(), [mu, logvar])
+    assert d_mu.abs().sum() > 0 and d_logvar.abs().sum() > 0
+    # and through them the reparameterisation module's weights
+    grads = torch.autograd.grad(sim(x)[0].sum(),
+                                [sim.reparam.mu.weight,
+                                 sim.reparam.logvar.weight])
+    assert all(g.abs().sum() > 0 for g in grads)
+    # the formula, recomputed from the module's parts
+    torch.manual_seed(1)
+    feats, mu, logvar, z = sim(x)
+    torch.manual_seed(1)
+    h = sim.input_proj.project(x[0])
+    enc_in = torch.cat([torch.sigmoid(h), sim.positional_encoding(h)], 1)
+    h = h + sim.encoder(enc_in)
+    mu2, logvar2 = sim.reparam(torch.sigmoid(h))
+    eps = torch.randn_like(mu2)
+    torch.testing.assert_close(z, mu2 + eps * torch.exp(0.5 * logvar2))
+    torch.testing.assert_close(
+        feats, torch.sigmoid(h + h * torch.sigmoid(z)))
+
+
+def test_eval_is_deterministic_with_z_equal_mu():
+    sim = toy_sim().eval()
+    x = [torch.randn(1, 128, 5, 7)]
+    a, b = sim(x), sim(x)
+    for t, u in zip(a, b):
+        assert torch.equal(t, u)
+    feats, mu, _, z = a
+    assert torch.equal(z, mu)
+
+
+def test_z_modulation_off_is_the_collapsed_latent():
+    """The ablation switch: F_x no longer depends on mu / logvar (their
+    only gradient would be the KL term's)."""
+    sim = toy_sim(z_modulation=False).train()
+    feats, mu, logvar, _ = sim([torch.randn(2, 128, 4, 4)])
+    d_mu, d_logvar = torch.autograd.grad(feats.sum(), [mu, logvar],
+                                         allow_unused=True,
+                                         materialize_grads=True)
+    assert d_mu.abs().sum() == 0 and d_logvar.abs().sum() == 0
 
 
 def test_sim_rpe_handles_unseen_test_sizes_and_interp():

@@ -10,7 +10,7 @@ from mmseg.registry import MODELS, OPTIM_WRAPPER_CONSTRUCTORS
 from mmseg.structures import SegDataSample
 
 
-def tiny_model(emb_path):
+def tiny_model(emb_path, classifier='linear'):
     return MODELS.build(
         dict(
             type='ZeroShotEncoderDecoder',
@@ -23,37 +23,47 @@ def tiny_model(emb_path):
                 dilations=(1, 1, 2, 4), norm_cfg=dict(type='BN')),
             neck=dict(
                 type='SIM', in_channels=32, channels=8, dilations=(1, 2),
-                pe_channels=8, num_heads=2, latent_channels=4),
+                pe_channels=8, num_heads=2, latent_channels=8,
+                latent_hidden=4),
             decode_head=dict(
                 type='SIGNHead', in_channels=8, channels=8, num_classes=5,
-                class_embeddings=emb_path, latent_channels=4,
-                generator_hidden=(16, ), discriminator_hidden=(16, ),
+                class_embeddings=emb_path, latent_channels=8,
+                generator_hidden=(16, ), generator_dropout=0.0,
+                classifier=classifier, trunk_channels=16,
+                discriminator_hidden=(16, ), gen_unseen_rate=2,
                 unseen_classes=['c3', 'c4']),
             test_cfg=ConfigDict(mode='whole')))
 
 
 def optim_wrappers(model):
+    """The wrappers of the configs: C trains with the segmentor in the
+    'linear' layout, with D (shared trunk) in the 'shared_trunk' one."""
+    shared = model.decode_head.classifier == 'shared_trunk'
+    c = ['decode_head.conv_seg'] + (['decode_head.trunk'] if shared else [])
+    d = ['decode_head.discriminator'] + (c if shared else [])
     return OPTIM_WRAPPER_CONSTRUCTORS.build(
         dict(
             type='ModuleGroupOptimWrapperConstructor',
             optim_wrapper_cfg=dict(
                 segmentor=dict(
                     optimizer=dict(type='SGD', lr=0.1, momentum=0.9),
-                    modules=['backbone', 'neck', 'decode_head.conv_seg'],
-                    lr_mult=dict(neck=10.0)),
+                    modules=['backbone', 'neck'] + ([] if shared else c),
+                    paramwise_cfg=dict(
+                        custom_keys={'neck': dict(lr_mult=10.0)})),
                 generator=dict(
                     optimizer=dict(type='Adam', lr=1e-2),
                     modules=['decode_head.generator']),
                 discriminator=dict(
-                    optimizer=dict(type='Adam', lr=1e-2),
-                    modules=['decode_head.discriminator']),
+                    optimizer=dict(type='Adam', lr=1e-2), modules=d),
                 transfer=dict(
-                    optimizer=dict(type='SGD', lr=0.1),
-                    modules=['decode_head.conv_seg']),
+                    optimizer=dict(type='Adam', lr=1e-2),
+                    modules=c + ['decode_head.discriminator']),
+                transfer_generator=dict(
+                    optimizer=dict(type='Adam', lr=1e-2),
+                    modules=['decode_head.generator']),
                 self_train=dict(
                     optimizer=dict(type='SGD', lr=0.1),
-                    modules=['backbone', 'neck', 'decode_head.conv_seg']))))(
-                        model)
+                    modules=['backbone', 'neck', *c]))))(model)
 
 
 def batch():
@@ -84,18 +94,50 @@ def groups(keys):
     return out
 
 
-@pytest.mark.parametrize('stage, want', [
-    ('train', {'backbone', 'neck', 'decode_head.conv_seg',
-               'decode_head.generator', 'decode_head.discriminator'}),
-    ('transfer', {'decode_head.conv_seg'}),
-    ('self_train', {'backbone', 'neck', 'decode_head.conv_seg'}),
+C = {'decode_head.conv_seg'}
+SHARED_C = {'decode_head.conv_seg', 'decode_head.trunk'}
+G, D = {'decode_head.generator'}, {'decode_head.discriminator'}
+E = {'backbone', 'neck'}
+
+
+@pytest.mark.parametrize('classifier, stage, opts, want, losses', [
+    ('linear', 'train', {}, E | C | G | D,
+     {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d'}),
+    ('shared_trunk', 'train', {}, E | SHARED_C | G | D,
+     {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
+      'loss_ce_d'}),
+    ('linear', 'transfer', dict(mode='classifier'), C,
+     {'loss_ce', 'loss_ce_synth'}),
+    ('shared_trunk', 'transfer', dict(mode='classifier'), SHARED_C,
+     {'loss_ce', 'loss_ce_synth'}),
+    # alternating transfer: block 1 trains G, D and C; block 2 C only
+    ('shared_trunk', 'transfer', dict(mode='alternate', stage_iter=0),
+     SHARED_C | G | D,
+     {'loss_mmd', 'loss_adv_g', 'loss_adv_d', 'loss_ce', 'loss_ce_fake'}),
+    ('shared_trunk', 'transfer', dict(mode='alternate', stage_iter=3),
+     SHARED_C, {'loss_ce_synth'}),
+    ('linear', 'transfer', dict(mode='alternate', stage_iter=0),
+     C | G | D,
+     {'loss_mmd', 'loss_adv_g', 'loss_adv_d', 'loss_ce', 'loss_ce_fake'}),
+    ('linear', 'self_train', {}, E | C,
+     {'loss_ce_st', 'loss_ce_synth', 'st_pixels', 'st_weight',
+      'st_confidence'}),
+    ('shared_trunk', 'self_train', {}, E | SHARED_C,
+     {'loss_ce_st', 'loss_ce_synth', 'st_pixels', 'st_weight',
+      'st_confidence'}),
 ])
-def test_stage_updates_only_its_parameters(embedding_table, stage, want):
+def test_stage_updates_only_its_parameters(embedding_table, classifier,
+                                           stage, opts, want, losses):
     torch.manual_seed(0)
-    model = tiny_model(embedding_table[0])
+    model = tiny_model(embedding_table[0], classifier)
     model.train()
     ow = optim_wrappers(model)
-    model.set_stage(stage)
+    opts = dict(opts)
+    stage_iter = opts.pop('stage_iter', 0)
+    if stage == 'transfer':
+        opts['block_iters'] = 3
+    model.set_stage(stage, **opts)
+    model.stage_iter = stage_iter
     before = copy.deepcopy(model.state_dict())
     log_vars = model.train_step(batch(), ow)
     after = model.state_dict()
@@ -105,14 +147,9 @@ def test_stage_updates_only_its_parameters(embedding_table, stage, want):
                        after['decode_head.class_embedding'])
     for v in log_vars.values():
         assert torch.isfinite(v)
-    if stage == 'train':
-        assert {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g',
-                'loss_adv_d'} <= set(log_vars)
-    elif stage == 'transfer':
-        assert {'loss_ce', 'loss_ce_synth'} <= set(log_vars)
-    else:
-        assert {'loss_ce_st', 'loss_ce_synth', 'st_pixels', 'st_weight',
-                'st_confidence'} <= set(log_vars)
+    assert set(log_vars) == losses | ({'acc_seg'} if stage == 'train'
+                                      else set())
+    if stage == 'self_train':
         assert log_vars['st_pixels'] > 0
 
 
@@ -140,11 +177,18 @@ def test_self_train_teacher_is_frozen_copy(embedding_table, mode):
     assert model.teacher is None
 
 
-def test_lr_mult_and_inference_path(embedding_table):
+def test_paramwise_cfg_and_inference_path(embedding_table):
     model = tiny_model(embedding_table[0])
     ow = optim_wrappers(model)
-    lrs = [g['lr'] for g in ow['segmentor'].optimizer.param_groups]
-    assert lrs == [0.1, 1.0, 0.1]
+    names = {id(p): n for n, p in model.named_parameters()}
+    for group in ow['segmentor'].optimizer.param_groups:
+        (param, ) = group['params']  # mmengine: one group per parameter
+        want = 1.0 if names[id(param)].startswith('neck.') else 0.1
+        assert group['lr'] == pytest.approx(want), names[id(param)]
+    trained = {names[id(p)].split('.')[0]
+               for g in ow['segmentor'].optimizer.param_groups
+               for p in g['params']}
+    assert trained == {'backbone', 'neck', 'decode_head'}
     model.eval()
     out = model.test_step(batch())
     assert out[0].pred_sem_seg.data.shape == (1, 16, 16)

@@ -1,21 +1,29 @@
-"""The paper's ablations on the toy benchmark, over several seeds.
+"""The paper's ablations and the recipe switches on the toy benchmark,
+over several seeds.
 
-    python tools/toy_ablation.py --seeds 0 1 2 --out docs/toy_results.md
+    python tools/toy_ablation.py --seeds 0 1 2 [--groups stages recipe pe sim]
 
 Makes a toy dataset whose test images (96×96) are larger than the training
 crops (64×64), as the paper tests RPE, then trains with tools/train.py:
 
-* stages (one run per seed gives all four rows): after ``train`` only,
+* ``stages`` (one run per seed gives all rows): after ``train`` only,
   after ``transfer`` (= SIGN without self-training), + ST, + AST (ST
   resumes the AST run's checkpoint taken when self-training starts, so
-  both share the first two stages exactly);
-* positional encoding (after ``transfer``): none / absolute /
-  absolute + interpolation / relative;
-* SIM architecture (after ``transfer``): conv / attention / self-attention
-  / multi-head self-attention.
+  both share the first two stages exactly); also the linear probe of the
+  latent code ``mu`` (tools/analysis/latent_probe.py) after ``train``;
+* ``recipe`` (after ``transfer``): each part of the authors' recipe
+  switched back to the earlier behaviour on its own: the latent path
+  (``z_modulation=False``), G / D / C / MMD (linear G output, separate
+  linear C and MLP D, the kernel widths used as standard deviations) and
+  the transfer stage (C alone, real / synthetic weights 1 / 1, 50 %
+  unseen labels);
+* ``pe``: positional encoding none / absolute / absolute + interpolation /
+  relative; ``sim``: SIM architecture conv / attention / self-attention /
+  multi-head self-attention (after ``transfer``).
 
-Writes a markdown table of mean ± std over the seeds of seen, unseen and
-harmonic mIoU, with the command that made it.
+Results are kept per run in ``WORK_DIR/results.json``, so groups can be
+run separately; the markdown table (mean ± std over the seeds of seen,
+unseen and harmonic mIoU) holds every row measured so far.
 """
 import argparse
 import json
@@ -60,20 +68,19 @@ train_cfg = dict(max_iters={total}, val_interval={total})
 """
 
 
+TRANSFER_STAGE = dict(name='transfer', iters=TRANSFER, mode='alternate',
+                      block_iters=25)
 FULL = stage_body([
     dict(name='train', iters=TRAIN),
-    dict(name='transfer', iters=TRANSFER),
+    TRANSFER_STAGE,
     dict(name='self_train', iters=SELF_TRAIN, mode='AST', temperature=2.0)
 ])
 ST = stage_body([
     dict(name='train', iters=TRAIN),
-    dict(name='transfer', iters=TRANSFER),
+    TRANSFER_STAGE,
     dict(name='self_train', iters=SELF_TRAIN, mode='ST', top_p=75.0)
 ])
-TRANSFER_ONLY = stage_body([
-    dict(name='train', iters=TRAIN),
-    dict(name='transfer', iters=TRANSFER)
-])
+TRANSFER_ONLY = stage_body([dict(name='train', iters=TRAIN), TRANSFER_STAGE])
 
 
 def train(cfg, work_dir, seed, resume=False):
@@ -106,9 +113,78 @@ def fmt(values):
     return f'{values.mean():.2f} ± {values.std():.2f}'
 
 
+RECIPE_VARIANTS = {
+    'recipe: latent path as before (F_x independent of z)':
+    "model = dict(neck=dict(z_modulation=False))",
+    'recipe: G, D, C, MMD as before':
+    """model = dict(decode_head=dict(
+    generator_out_act=None, classifier='linear',
+    mmd_kernel_variances=(1, 4, 25, 100, 400)))  # σ = 1, 2, 5, 10, 20
+optim_wrapper = dict(
+    segmentor=dict(modules=['backbone', 'neck', 'decode_head.conv_seg']),
+    discriminator=dict(modules=['decode_head.discriminator']),
+    transfer=dict(modules=['decode_head.conv_seg',
+                           'decode_head.discriminator']),
+    self_train=dict(modules=['backbone', 'neck', 'decode_head.conv_seg']))
+""",
+    'recipe: transfer as before (C alone, 50 % unseen)':
+    # 7 seen, 3 unseen: 3 (1 + r) = 7 gives a 50 % unseen share
+    "model = dict(decode_head=dict(gen_unseen_rate=4 / 3))\n"
+    "custom_hooks = [dict(type='SIGNStageHook', stages=["
+    f"dict(name='train', iters={TRAIN}), dict(name='transfer', "
+    f"iters={TRANSFER}, mode='classifier', real_weight=1.0, "
+    "synth_weight=1.0)]), dict(type='TorchRNGStateHook')]",
+}
+PE_VARIANTS = {
+    'PE: none': "model = dict(neck=dict(pe_type='none'))",
+    'PE: absolute': "model = dict(neck=dict(pe_type='absolute'))",
+    'PE: absolute + interpolation':
+    "model = dict(neck=dict(pe_type='absolute_interp', train_size=(8, 8)))",
+}
+SIM_VARIANTS = {
+    'SIM: conv': "model = dict(neck=dict(arch='conv'))",
+    'SIM: attention': "model = dict(neck=dict(arch='attention'))",
+    'SIM: self-attention': "model = dict(neck=dict(arch='self_attention'))",
+}
+ORDER = [
+    'stages: train only', 'stages: + transfer (SIGN)',
+    'stages: + ST (ZS3, top 75 %)', 'stages: + AST (T = 2)',
+    *RECIPE_VARIANTS, 'PE: none', 'PE: absolute',
+    'PE: absolute + interpolation', 'PE: relative (RPE, default)',
+    'SIM: conv', 'SIM: attention', 'SIM: self-attention',
+    'SIM: multi-head self-attention (default)'
+]
+
+
+def probe(cfg, checkpoint):
+    """Linear-probe accuracy of mu and chance (latent_probe.py)."""
+    cmd = [sys.executable, osp.join(REPO, 'tools', 'analysis',
+                                    'latent_probe.py'), cfg, checkpoint]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def kld_curve(work_dir):
+    """{iteration: loss_kld} logged during the run."""
+    out = {}
+    for root, _, files in os.walk(work_dir):
+        if 'scalars.json' in files:
+            with open(osp.join(root, 'scalars.json')) as f:
+                for line in f:
+                    record = json.loads(line)
+                    if 'loss_kld' in record:
+                        out[record['step']] = record['loss_kld']
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    parser.add_argument('--groups', nargs='+',
+                        default=['stages', 'recipe', 'pe', 'sim'],
+                        choices=['stages', 'recipe', 'pe', 'sim'])
     parser.add_argument('--work-dir', default='work_dirs/toy_ablation')
     parser.add_argument('--out', default='docs/toy_results.md')
     args = parser.parse_args()
@@ -119,88 +195,130 @@ def main():
         sys.path.insert(0, REPO)
         from mmseg_sign.datasets.toy_data import make_toy_dataset
         make_toy_dataset(data_root, val_size=(96, 96), seed=0)
+    results_path = osp.join(wd, 'results.json')
+    results = {}
+    if osp.exists(results_path):
+        with open(results_path) as f:
+            results = json.load(f)
+
+    def save(key, value):
+        results[key] = value
+        with open(results_path, 'w') as f:
+            json.dump(results, f, indent=1)
+
     cfgs = {}
     for name, body in [('ast', FULL), ('st', ST)]:
         cfgs[name] = osp.join(wd, f'{name}.py')
         write_config(cfgs[name], data_root, body)
-    variants = dict(
-        pe_none="model = dict(neck=dict(pe_type='none'))",
-        pe_absolute="model = dict(neck=dict(pe_type='absolute'))",
-        pe_absolute_interp="model = dict(neck=dict("
-        "pe_type='absolute_interp', train_size=(8, 8)))",
-        sim_conv="model = dict(neck=dict(arch='conv'))",
-        sim_attention="model = dict(neck=dict(arch='attention'))",
-        sim_self_attention="model = dict(neck=dict(arch='self_attention'))")
-    for name, body in variants.items():
-        cfgs[name] = osp.join(wd, f'{name}.py')
-        write_config(cfgs[name], data_root, TRANSFER_ONLY + body)
-
-    rows = {}
-    seconds = []
-
-    def add(row, metrics):
-        rows.setdefault(row, []).append(metrics)
+    variants = {}
+    for group, table in [('recipe', RECIPE_VARIANTS), ('pe', PE_VARIANTS),
+                         ('sim', SIM_VARIANTS)]:
+        if group in args.groups:
+            variants.update(table)
+    for i, (row, body) in enumerate(variants.items()):
+        cfgs[row] = osp.join(wd, f'variant{i}.py')
+        write_config(cfgs[row], data_root, TRANSFER_ONLY + body)
 
     for seed in args.seeds:
-        run = osp.join(wd, f'ast_seed{seed}')
-        seconds.append(train(cfgs['ast'], run, seed))
-        m = val_metrics(run)
-        add('stages: train only', m[TRAIN])
-        add('stages: + transfer (SIGN)', m[TRAIN + TRANSFER])
-        add('stages: + AST (T = 2)', m[TRAIN + TRANSFER + SELF_TRAIN])
-        st_run = osp.join(wd, f'st_seed{seed}')
-        os.makedirs(st_run, exist_ok=True)
-        start = osp.join(st_run, f'iter_{TRAIN + TRANSFER}.pth')
-        shutil.copy(osp.join(run, f'iter_{TRAIN + TRANSFER}.pth'), start)
-        with open(osp.join(st_run, 'last_checkpoint'), 'w') as f:
-            f.write(start)
-        train(cfgs['st'], st_run, seed, resume=True)
-        add('stages: + ST (top 75 %)', val_metrics(st_run)[
-            TRAIN + TRANSFER + SELF_TRAIN])
-        add('PE: relative (RPE, default)', m[TRAIN + TRANSFER])
-        add('SIM: multi-head self-attention (default)', m[TRAIN + TRANSFER])
-        for name in variants:
-            vrun = osp.join(wd, f'{name}_seed{seed}')
-            train(cfgs[name], vrun, seed)
-            label = {
-                'pe_none': 'PE: none', 'pe_absolute': 'PE: absolute',
-                'pe_absolute_interp': 'PE: absolute + interpolation',
-                'sim_conv': 'SIM: conv', 'sim_attention': 'SIM: attention',
-                'sim_self_attention': 'SIM: self-attention'
-            }[name]
-            add(label, val_metrics(vrun)[TRAIN + TRANSFER])
+        if 'stages' in args.groups:
+            run = osp.join(wd, f'ast_seed{seed}')
+            seconds = train(cfgs['ast'], run, seed)
+            m = val_metrics(run)
+            st_run = osp.join(wd, f'st_seed{seed}')
+            os.makedirs(st_run, exist_ok=True)
+            start = osp.join(st_run, f'iter_{TRAIN + TRANSFER}.pth')
+            shutil.copy(osp.join(run, f'iter_{TRAIN + TRANSFER}.pth'), start)
+            with open(osp.join(st_run, 'last_checkpoint'), 'w') as f:
+                f.write(start)
+            train(cfgs['st'], st_run, seed, resume=True)
+            save(f'stages/{seed}', dict(
+                seconds=seconds, train=m[TRAIN],
+                transfer=m[TRAIN + TRANSFER],
+                ast=m[TRAIN + TRANSFER + SELF_TRAIN],
+                st=val_metrics(st_run)[TRAIN + TRANSFER + SELF_TRAIN],
+                kld=kld_curve(run),
+                probe=probe(cfgs['ast'],
+                            osp.join(run, f'iter_{TRAIN}.pth'))))
+        for i, row in enumerate(variants):
+            vrun = osp.join(wd, f'variant{i}_seed{seed}')
+            train(cfgs[row], vrun, seed)
+            value = dict(transfer=val_metrics(vrun)[TRAIN + TRANSFER])
+            if row.startswith('recipe: latent'):
+                value['kld'] = kld_curve(vrun)
+                value['probe'] = probe(cfgs[row],
+                                       osp.join(vrun, f'iter_{TRAIN}.pth'))
+            save(f'{row}/{seed}', value)
         print(f'seed {seed} done', flush=True)
+    write_table(results, args.out)
 
-    order = [
-        'stages: train only', 'stages: + transfer (SIGN)',
-        'stages: + ST (top 75 %)', 'stages: + AST (T = 2)',
-        'PE: none', 'PE: absolute', 'PE: absolute + interpolation',
-        'PE: relative (RPE, default)', 'SIM: conv', 'SIM: attention',
-        'SIM: self-attention', 'SIM: multi-head self-attention (default)'
-    ]
+
+def write_table(results, out):
+    rows = {}
+    for key, value in results.items():
+        row, _ = key.rsplit('/', 1)
+        if row == 'stages':
+            for name, stage in [('stages: train only', 'train'),
+                                ('stages: + transfer (SIGN)', 'transfer'),
+                                ('stages: + ST (ZS3, top 75 %)', 'st'),
+                                ('stages: + AST (T = 2)', 'ast'),
+                                ('PE: relative (RPE, default)', 'transfer'),
+                                ('SIM: multi-head self-attention (default)',
+                                 'transfer')]:
+                rows.setdefault(name, []).append(value[stage])
+        else:
+            rows.setdefault(row, []).append(value['transfer'])
+    stages = [v for k, v in results.items() if k.startswith('stages/')]
+    seeds = sorted({k.rsplit('/', 1)[1] for k in results})
     lines = [
         '# Toy benchmark: ablations',
         '',
-        f'Made by `python tools/toy_ablation.py --seeds '
-        f'{" ".join(map(str, args.seeds))}` on a 2-core CPU '
-        f'({np.mean(seconds):.0f} s per full SIGN run of '
-        f'{TRAIN + TRANSFER + SELF_TRAIN} iterations). Toy data: '
+        f'Made by `python tools/toy_ablation.py --seeds {" ".join(seeds)}` '
+        'on a 2-core CPU'
+        + (f' ({np.mean([s["seconds"] for s in stages]):.0f} s per full '
+           f'SIGN run of {TRAIN + TRANSFER + SELF_TRAIN} iterations)'
+           if stages else '') + '. Toy data: '
         '`make_toy_dataset(val_size=(96, 96), seed=0)` (200 training '
         'images, 64×64 crops; 50 test images of 96×96, larger than the '
         'crops as in the paper\'s PE study); 7 seen / 3 unseen classes. '
         f'Stages: train {TRAIN}, transfer {TRANSFER}, self-training '
-        f'{SELF_TRAIN} iterations. PE and SIM rows are measured after the '
-        'transfer stage. mIoU in %, mean ± std over '
-        f'{len(args.seeds)} seeds.',
+        f'{SELF_TRAIN} iterations. Recipe, PE and SIM rows are measured '
+        'after the transfer stage. mIoU in %, mean ± std over the seeds.',
         '',
         '| setting | seen mIoU | unseen mIoU | harmonic mIoU |',
         '|---|---|---|---|',
     ]
-    for row in order:
-        ms = rows[row]
-        lines.append(f'| {row} | ' + ' | '.join(
-            fmt([m[k] for m in ms]) for k in KEYS) + ' |')
-    with open(args.out, 'w') as f:
+    for row in ORDER:
+        if row in rows:
+            lines.append(f'| {row} | ' + ' | '.join(
+                fmt([m[k] for m in rows[row]]) for k in KEYS) + ' |')
+    probes = [(name, [v['probe'] for k, v in results.items()
+                      if k.startswith(prefix) and 'probe' in v])
+              for name, prefix in [('SIGN (default)', 'stages/'),
+                                   ('latent path as before',
+                                    'recipe: latent')]]
+    probes = [(n, p) for n, p in probes if p]
+    if probes:
+        lines += [
+            '', '## Is the latent code informative?', '',
+            'Linear probe of `mu` on the pixel class after the `train` '
+            'stage (`tools/analysis/latent_probe.py`: logistic regression '
+            'on the feature-map pixels of half the test images, accuracy '
+            'on the other half; chance = the most frequent class), and the '
+            'KL term (`loss_kld`, α = 100 included) at the end of the '
+            '`train` stage.', '',
+            '| model | probe accuracy | chance | mean abs(mu) | final '
+            'loss_kld |', '|---|---|---|---|---|']
+        for name, ps in probes:
+            prefix = 'stages/' if name.startswith('SIGN') else \
+                'recipe: latent'
+            klds = [v['kld'][max(v['kld'], key=int)] for k, v in
+                    results.items() if k.startswith(prefix) and v.get('kld')]
+            lines.append(
+                f'| {name} | {fmt([100 * p["probe_accuracy"] for p in ps])}'
+                f' % | {fmt([100 * p["chance"] for p in ps])} % | '
+                f'{fmt([p["mu_abs_mean"] for p in ps])} | '
+                + (f'{np.mean(klds):.3g}' if klds else '–') + ' |')
+    with open(out, 'w') as f:
         f.write('\n'.join(lines) + '\n')
     print('\n'.join(lines))
 

@@ -1,7 +1,9 @@
-# SIGN on Pascal Context, 33 classes (4 unseen), DeepLab-v2 R101.
-# Class embeddings (README, "Class embeddings"):
-#   python tools/build_class_embeddings.py --dataset context --source ... \
-#       --out data/embeddings/context33_w2v_ft.npz
+# SIGN on Pascal Context, 33 classes (4 unseen), DeepLab-v2 R101, with
+# the authors' recipe (docs/reproduction.md lists every difference).
+# Class embeddings: the published CaGNet vectors (README, "Class embeddings"):
+#   python tools/dataset_converters/cagnet_word_vectors.py --dataset context \
+#       --fasttext fasttext.pkl --word2vec word2vec.pkl \
+#       --out data/embeddings/context33_cagnet_fasttext_word2vec.npz
 _base_ = [
     '../_base_/models/sign_deeplabv2_r101.py',
     '../_base_/datasets/pascal_context33_zs.py',
@@ -12,8 +14,12 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 # ---------------------------------------------------------------- stages
 train_iters, transfer_iters = 40000, 10000
 stages = [
-    dict(name='train', iters=train_iters),  # E, SIM, C (ce + kld); G; D
-    dict(name='transfer', iters=transfer_iters),  # C on real + synthetic
+    dict(name='train', iters=train_iters),  # E, SIM; C + D; G
+    # blocks of 100: C (+ D, G) on real + fake seen, then C on fakes of
+    # sampled labels (unseen prior 1 + gen_unseen_rate)
+    # (defaults: block_iters=100, real_weight=0.75, fake_weight=0.25,
+    # synth_weight=0.125; mode='classifier' trains C alone, eq. 9)
+    dict(name='transfer', iters=transfer_iters, mode='alternate'),
 ]
 
 # ---------------------------------------------------------------- model
@@ -21,41 +27,68 @@ model = dict(
     data_preprocessor=dict(size=(368, 368)),
     decode_head=dict(
         num_classes=33,
-        class_embeddings='data/embeddings/context33_w2v_ft.npz'))
+        gen_unseen_rate=14,  # unseen share of sampled labels: 4·15/89 = 67 %
+        class_embeddings='data/embeddings/'
+        'context33_cagnet_fasttext_word2vec.npz'))
 
 # ------------------------------------------------------------ optimizers
-# CaGNet / SIGN: SGD 2.5e-4 poly for the segmentor (10x for the new layers),
-# Adam 2e-4 for G, Adam 2.5e-4 for D; C alone in the transfer stage.
+# Segmentor (E, SIM): SGD 2.5e-4, poly; 10x ASPP weights, 20x ASPP biases
+# (no weight decay), 5x SIM encoder and reparameterisation module.
+# D (+ C on the shared trunk): Adam 2.5e-4; G: Adam 2e-4; both x0.71 every
+# 5k iterations from 10k. Transfer: Adam 5e-5 for C + D and for G, x0.1
+# every 1k from 3k. Self-training: SGD 5e-5 poly.
+segmentor_paramwise = dict(custom_keys={
+    'neck.input_proj': dict(lr_mult=10.0),
+    **{f'neck.input_proj.{i}.conv.bias': dict(lr_mult=20.0, decay_mult=0.0)
+       for i in range(4)},
+    'neck.encoder': dict(lr_mult=5.0),
+    'neck.reparam': dict(lr_mult=5.0),
+})
+classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
 optim_wrapper = dict(
     constructor='ModuleGroupOptimWrapperConstructor',
     segmentor=dict(
         optimizer=dict(
             type='SGD', lr=2.5e-4, momentum=0.9, weight_decay=5e-4),
-        modules=['backbone', 'neck', 'decode_head.conv_seg'],
-        lr_mult={'neck': 10.0, 'decode_head.conv_seg': 10.0}),
+        modules=['backbone', 'neck'],
+        paramwise_cfg=segmentor_paramwise),
     generator=dict(
         optimizer=dict(type='Adam', lr=2e-4, betas=(0.5, 0.999)),
         modules=['decode_head.generator']),
     discriminator=dict(
-        optimizer=dict(type='Adam', lr=2.5e-4, betas=(0.5, 0.999)),
-        modules=['decode_head.discriminator']),
+        optimizer=dict(
+            type='Adam', lr=2.5e-4, betas=(0.5, 0.999), weight_decay=5e-4),
+        modules=['decode_head.discriminator', *classifier_modules]),
     transfer=dict(
         optimizer=dict(
-            type='SGD', lr=2.5e-3, momentum=0.9, weight_decay=5e-4),
-        modules=['decode_head.conv_seg']),
+            type='Adam', lr=5e-5, betas=(0.5, 0.999), weight_decay=5e-4),
+        modules=['decode_head.discriminator', *classifier_modules]),
+    transfer_generator=dict(
+        optimizer=dict(type='Adam', lr=5e-5, betas=(0.5, 0.999)),
+        modules=['decode_head.generator']),
     self_train=dict(  # used by the *_st / *_ast variants
         optimizer=dict(
-            type='SGD', lr=2.5e-4, momentum=0.9, weight_decay=5e-4),
-        modules=['backbone', 'neck', 'decode_head.conv_seg'],
-        lr_mult={'neck': 10.0, 'decode_head.conv_seg': 10.0}))
+            type='SGD', lr=5e-5, momentum=0.9, weight_decay=5e-4),
+        modules=['backbone', 'neck', *classifier_modules],
+        paramwise_cfg=segmentor_paramwise))
+train_gan_decay = [
+    dict(type='MultiStepLR', gamma=0.71, by_epoch=False, begin=0,
+         end=train_iters, milestones=list(range(10000, train_iters, 5000)))
+]
+transfer_decay = [
+    dict(type='MultiStepLR', gamma=0.1, by_epoch=False, begin=train_iters,
+         end=train_iters + transfer_iters,
+         milestones=list(range(3000, transfer_iters, 1000)))
+]
 param_scheduler = dict(
     segmentor=[
         dict(type='PolyLR', power=0.9, eta_min=0.0, begin=0,
              end=train_iters, by_epoch=False)
     ],
-    generator=[],
-    discriminator=[],
-    transfer=[],
+    generator=train_gan_decay,
+    discriminator=train_gan_decay,
+    transfer=transfer_decay,
+    transfer_generator=transfer_decay,
     self_train=[])
 
 # ------------------------------------------------------------ schedule

@@ -12,8 +12,11 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 # the iteration, so --resume lands in the right one.
 train_iters, transfer_iters, self_train_iters = 600, 200, 200
 stages = [
-    dict(name='train', iters=train_iters),  # E, SIM, C (ce + kld); G; D
-    dict(name='transfer', iters=transfer_iters),  # C on real + synthetic
+    dict(name='train', iters=train_iters),  # E, SIM (ce + kld); C + D; G
+    # blocks of 25: C (+ D, G) on real + fake seen, then C on fakes of
+    # sampled labels (unseen prior 1 + gen_unseen_rate)
+    dict(name='transfer', iters=transfer_iters, mode='alternate',
+         block_iters=25),
     # E, SIM, C on seen labels + teacher's unseen pseudo labels (eq. 16)
     dict(name='self_train', iters=self_train_iters, mode='AST',
          temperature=2.0),
@@ -58,7 +61,8 @@ model = dict(
         pe_channels=feat_channels,
         arch='multihead_self_attention',
         num_heads=4,
-        latent_channels=feat_channels),
+        latent_channels=feat_channels,
+        latent_hidden=feat_channels),
     decode_head=dict(
         type='SIGNHead',
         in_channels=feat_channels,
@@ -70,34 +74,40 @@ model = dict(
         latent_channels=feat_channels,
         generator_hidden=(256, 256),
         generator_dropout=0.2,
-        discriminator_hidden=(128, ),
-        mmd_sigmas=(1, 2, 5, 10, 20),
-        mmd_max_pixels=128),
+        classifier='shared_trunk',  # C and D on one trunk, as the authors
+        trunk_channels=128,
+        mmd_max_pixels=128,
+        gen_unseen_rate=3),  # unseen share of sampled labels: 3·4/19 = 63 %
     train_cfg=dict(),
     test_cfg=dict(mode='whole'))
 model_wrapper_cfg = dict(type='ZeroShotDataParallel')
 
 # ------------------------------------------------------------ optimizers
-# All four are built up front (resume restores every state).
+# All six are built up front (resume restores every state).
+classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
 optim_wrapper = dict(
     constructor='ModuleGroupOptimWrapperConstructor',
     segmentor=dict(
         optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=5e-4),
         clip_grad=dict(max_norm=10.0),  # from scratch: keeps KL (α=100) sane
-        modules=['backbone', 'neck', 'decode_head.conv_seg']),
+        modules=['backbone', 'neck']),
     generator=dict(
         optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),
         modules=['decode_head.generator']),
-    discriminator=dict(
+    discriminator=dict(  # D and C (shared trunk)
         optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),
-        modules=['decode_head.discriminator']),
-    transfer=dict(
-        optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=5e-4),
-        modules=['decode_head.conv_seg']),
+        modules=['decode_head.discriminator', *classifier_modules]),
+    # transfer: 200 iterations here (6000 in the paper configs, Adam 5e-5)
+    transfer=dict(  # D and C (shared trunk)
+        optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),
+        modules=['decode_head.discriminator', *classifier_modules]),
+    transfer_generator=dict(
+        optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),
+        modules=['decode_head.generator']),
     self_train=dict(
         optimizer=dict(type='SGD', lr=2e-3, momentum=0.9, weight_decay=5e-4),
         clip_grad=dict(max_norm=10.0),
-        modules=['backbone', 'neck', 'decode_head.conv_seg']))
+        modules=['backbone', 'neck', *classifier_modules]))
 param_scheduler = dict(
     segmentor=[
         dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0,
@@ -106,6 +116,7 @@ param_scheduler = dict(
     generator=[],
     discriminator=[],
     transfer=[],
+    transfer_generator=[],
     self_train=[])
 
 # ------------------------------------------------------------ schedule

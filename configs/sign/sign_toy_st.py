@@ -4,7 +4,7 @@ _base_ = ['./sign_toy.py']
 
 stages = [
     dict(name='train', iters=600),
-    dict(name='transfer', iters=200),
+    dict(name='transfer', iters=200, mode='alternate', block_iters=25),
     dict(name='self_train', iters=200, mode='ST', top_p=75.0),
 ]
 custom_hooks = [

@@ -4,7 +4,8 @@ _base_ = ['./sign_toy.py']
 train_iters, transfer_iters = 600, 200
 stages = [
     dict(name='train', iters=train_iters),
-    dict(name='transfer', iters=transfer_iters),
+    dict(name='transfer', iters=transfer_iters, mode='alternate',
+         block_iters=25),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

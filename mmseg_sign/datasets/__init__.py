@@ -2,7 +2,7 @@ from .coco_stuff import ZeroShotCOCOStuffDataset
 from .pascal_context import (ZeroShotPascalContext59Dataset,
                              ZeroShotPascalContextDataset)
 from .toy import ZeroShotToyDataset
-from .transforms import CheckSegLabels, MaskUnseenClasses
+from .transforms import CheckSegLabels, MaskUnseenClasses, PaperEvalResize
 from .voc import ZeroShotPascalVOCDataset
 from .zero_shot import ZeroShotSegDataset, resolve_split
 
@@ -10,5 +10,5 @@ __all__ = [
     'ZeroShotSegDataset', 'ZeroShotPascalVOCDataset',
     'ZeroShotPascalContextDataset', 'ZeroShotPascalContext59Dataset',
     'ZeroShotCOCOStuffDataset', 'ZeroShotToyDataset', 'MaskUnseenClasses',
-    'CheckSegLabels', 'resolve_split'
+    'CheckSegLabels', 'PaperEvalResize', 'resolve_split'
 ]

@@ -1,7 +1,9 @@
 # SIGN on DeepLab-v2: ResNet-101 (output stride 8) + ASPP (dilations 6, 12,
 # 18, 24, summed, 2048 -> 600) = the paper's encoder E; SIM with multi-head
-# self-attention and relative positional encoding; SIGNHead (C, G, D, M).
-norm_cfg = dict(type='SyncBN', requires_grad=True)
+# self-attention, relative positional encoding and the reparameterisation
+# module; SIGNHead (C and D on a shared trunk, G, M). The authors' recipe
+# (docs/reproduction.md): backbone BN frozen (statistics and affine).
+norm_cfg = dict(type='BN', requires_grad=False)
 data_preprocessor = dict(
     type='SegDataPreProcessor',
     mean=[123.675, 116.28, 103.53],
@@ -21,7 +23,7 @@ model = dict(
         dilations=(1, 1, 2, 4),
         strides=(1, 2, 1, 1),
         norm_cfg=norm_cfg,
-        norm_eval=False,
+        norm_eval=True,
         style='pytorch',
         contract_dilation=True),
     neck=dict(
@@ -35,24 +37,33 @@ model = dict(
         pe_scale=512.0,
         arch='multihead_self_attention',
         num_heads=8,
-        latent_channels=600),
+        latent_channels=600,
+        latent_hidden=256,
+        latent_dilations=(1, 2, 5)),
     decode_head=dict(
         type='SIGNHead',
         in_channels=600,
         channels=600,
         num_classes=None,  # set per dataset
         class_embeddings=None,  # set per dataset
-        dropout_ratio=0.1,
+        dropout_ratio=0.5,  # in the shared trunk, before C and D's head
         align_corners=False,
+        loss_decode=dict(
+            type='CrossEntropyLoss', loss_weight=0.5, avg_non_ignore=True,
+            loss_name='loss_ce'),
         latent_channels=600,
         generator_hidden=(1024, 960, 864, 784, 720),
-        generator_dropout=0.5,
-        discriminator_hidden=(512, ),
+        generator_dropout=(0.1, 0.1, 0.3, 0.5, 0.5),
+        generator_out_act='sigmoid',  # the range of F_x
+        classifier='shared_trunk',
+        trunk_channels=1024,
         loss_kld_weight=100.0,  # α, eq. 4
         loss_mmd_weight=50.0,  # β, eq. 7
-        mmd_sigmas=(2, 5, 10, 20, 40, 80),
+        loss_ce_d_weight=1.0,  # C's CE in D's loss
+        mmd_kernel_variances=(2, 5, 10, 20, 40, 60),  # variances, not stds
         mmd_max_pixels=256,
-        synth_unseen_ratio=0.5),
-    train_cfg=dict(),
+        gen_unseen_rate=None),  # set per dataset (VOC 9, Context 14, COCO 59)
+    # DeepLab-v2 multi-scale CE: scales 1, 0.5, 0.75 and their max
+    train_cfg=dict(ce_scales=(1.0, 0.5, 0.75)),
     test_cfg=dict(mode='whole'))
 model_wrapper_cfg = dict(type='ZeroShotDataParallel')

@@ -6,8 +6,8 @@ from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
 
 from mmseg.registry import HOOKS
-
-STAGE_NAMES = ('train', 'transfer', 'self_train')
+from ...models.segmentors.stages import (required_optim_wrappers,
+                                         stage_options)
 
 
 @HOOKS.register_module()
@@ -33,39 +33,25 @@ class SIGNStageHook(Hook):
         self.val_at_stage_end = val_at_stage_end
         if not stages:
             raise ValueError('SIGNStageHook needs at least one stage.')
-        self.stages = []
-        for i, stage in enumerate(stages):
-            stage = dict(stage)
-            if stage.get('name') not in STAGE_NAMES:
-                raise ValueError(f'stages[{i}]: name must be one of '
-                                 f'{STAGE_NAMES}, got {stage.get("name")!r}.')
-            if not isinstance(stage.get('iters'), int) or stage['iters'] < 1:
-                raise ValueError(f'stages[{i}] ({stage["name"]}): `iters` '
-                                 'must be a positive integer, got '
-                                 f'{stage.get("iters")!r}.')
-            if stage['name'] == 'self_train':
-                self._check_self_train(i, stage)
-            self.stages.append(stage)
+        self.stages = [stage_options(i, s) for i, s in enumerate(stages)]
         self.total_iters = sum(s['iters'] for s in self.stages)
         self._current: Optional[int] = None
 
     @staticmethod
-    def _check_self_train(i: int, stage: dict) -> None:
-        unknown = set(stage) - {'name', 'iters', 'mode', 'temperature',
-                                'top_p'}
-        if unknown:
-            raise ValueError(f'stages[{i}] (self_train): unknown keys '
-                             f'{sorted(unknown)}; use mode, temperature, '
-                             'top_p.')
-        if stage.setdefault('mode', 'AST') not in ('ST', 'AST'):
-            raise ValueError(f"stages[{i}] (self_train): mode must be 'ST' "
-                             f"or 'AST', got {stage['mode']!r}.")
-        if stage.setdefault('temperature', 2.0) <= 0:
-            raise ValueError(f'stages[{i}] (self_train): temperature must '
-                             f'be > 0, got {stage["temperature"]}.')
-        if not 0 < stage.setdefault('top_p', 75.0) <= 100:
-            raise ValueError(f'stages[{i}] (self_train): top_p is a '
-                             f'percentage in (0, 100], got {stage["top_p"]}.')
+    def _check_disjoint(index: int, stage: dict, wrappers) -> None:
+        """The optimizer wrappers one stage steps must not share a
+        parameter (it would be updated twice per iteration)."""
+        owner = {}
+        for name in required_optim_wrappers(stage):
+            for group in wrappers[name].optimizer.param_groups:
+                for p in group['params']:
+                    if owner.setdefault(id(p), name) != name:
+                        raise ValueError(
+                            f"SIGNStageHook: stages[{index}] "
+                            f"({stage['name']}) steps optim_wrapper."
+                            f'{owner[id(p)]} and optim_wrapper.{name}, '
+                            'which both update the same parameters; give '
+                            'each module to one of them.')
 
     def stage_index_at(self, iteration: int) -> int:
         """Index of the stage that runs iteration ``iteration`` (0-based);
@@ -130,6 +116,19 @@ class SIGNStageHook(Hook):
                 f'SIGNStageHook: the stages add up to {self.total_iters} '
                 f'iterations ({plan}) but train_cfg.max_iters is '
                 f'{max_iters}; make them equal.')
+        wrappers = runner.optim_wrapper
+        for i, stage in enumerate(self.stages):
+            missing = [n for n in required_optim_wrappers(stage)
+                       if n not in getattr(wrappers, 'optim_wrappers', {})]
+            if missing:
+                raise ValueError(
+                    f"SIGNStageHook: stages[{i}] ({stage['name']}"
+                    + (f", mode={stage['mode']!r}" if 'mode' in stage
+                       else '') + f') needs the optimizer wrappers '
+                    f'{missing}, but optim_wrapper has '
+                    f'{list(getattr(wrappers, "optim_wrappers", {}))}; add '
+                    'them to optim_wrapper (see configs/_base_/schedules).')
+            self._check_disjoint(i, stage, wrappers)
         model = self._model(runner)
         meta = runner.train_dataloader.dataset.metainfo
         head = model.decode_head
@@ -149,15 +148,18 @@ class SIGNStageHook(Hook):
     def before_train_iter(self, runner, batch_idx: int,
                           data_batch=None) -> None:
         index = self.stage_index_at(runner.iter)
+        model = self._model(runner)
         if index == self._current:
+            model.stage_iter = runner.iter - self.stage_start(index)
             return
         if self._current is not None:  # a stage just ended
             self._validate_stage_end(runner)
             self._forget_stage_losses(runner)
         stage = self.stages[index]
         extra = {k: v for k, v in stage.items() if k not in ('name', 'iters')}
-        self._model(runner).set_stage(stage['name'], **extra)
+        model.set_stage(stage['name'], **extra)
         start = self.stage_start(index)
+        model.stage_iter = runner.iter - start
         print_log(
             f"SIGN stage '{stage['name']}' ({index + 1}/{len(self.stages)}): "
             f"iterations {start + 1}-{start + stage['iters']}"

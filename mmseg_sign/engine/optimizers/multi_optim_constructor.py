@@ -9,20 +9,23 @@ Config::
         segmentor=dict(
             type='OptimWrapper',
             optimizer=dict(type='SGD', lr=2.5e-4, momentum=0.9),
-            modules=['backbone', 'neck', 'decode_head.conv_seg'],
-            lr_mult=dict(neck=10.0)),
+            modules=['backbone', 'neck'],
+            paramwise_cfg=dict(custom_keys={'neck': dict(lr_mult=10.)})),
         generator=dict(
             optimizer=dict(type='Adam', lr=2e-4),
             modules=['decode_head.generator']))
 
-Every optimizer is built up front, so ``--resume`` restores all of them.
+Each entry's ``paramwise_cfg`` is mmengine's (``custom_keys`` matched
+against full parameter names such as ``neck.input_proj.0.conv.bias``,
+``bias_lr_mult``, ``norm_decay_mult``, ...). Every optimizer is built up
+front, so ``--resume`` restores all of them.
 """
 import copy
 from typing import Optional
 
 import torch.nn as nn
 from mmengine.model import is_model_wrapper
-from mmengine.optim import OptimWrapperDict
+from mmengine.optim import DefaultOptimWrapperConstructor, OptimWrapperDict
 
 from mmseg.registry import (OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS,
                             OPTIMIZERS)
@@ -32,17 +35,41 @@ from mmseg.registry import (OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS,
 class ModuleGroupOptimWrapperConstructor:
     """Builds an ``OptimWrapperDict`` with one wrapper per named entry.
 
-    Each entry is an optim-wrapper config plus ``modules`` (dotted
-    sub-module paths of the model whose parameters it updates) and an
-    optional ``lr_mult`` (path → learning-rate multiplier).
+    Each entry is an optim-wrapper config (``type``, ``optimizer``,
+    ``clip_grad``, ``paramwise_cfg``, ...) plus ``modules``: the dotted
+    sub-module paths of the model whose trainable parameters it updates.
+    Entries used by different stages may share parameters;
+    ``SIGNStageHook`` checks that the wrappers of one stage do not.
     """
 
     def __init__(self, optim_wrapper_cfg: dict,
                  paramwise_cfg: Optional[dict] = None):
         if paramwise_cfg:
-            raise ValueError('Use `lr_mult` inside each optimizer entry '
-                             'instead of paramwise_cfg.')
+            raise ValueError('Put `paramwise_cfg` inside each optimizer '
+                             'entry of optim_wrapper, not at its top level.')
         self.optim_wrapper_cfg = copy.deepcopy(optim_wrapper_cfg)
+
+    @staticmethod
+    def _param_groups(model: nn.Module, name: str, modules, optimizer_cfg,
+                      paramwise_cfg) -> list:
+        selected = {}
+        for path in modules:
+            try:
+                module = model.get_submodule(path)
+            except AttributeError:
+                raise ValueError(
+                    f'optim_wrapper.{name}: the model has no sub-module '
+                    f'{path!r}.') from None
+            selected.update((id(p), p) for p in module.parameters()
+                            if p.requires_grad)
+        if not paramwise_cfg:
+            return [dict(params=list(selected.values()))] if selected else []
+        # mmengine's paramwise rules, on full parameter names
+        constructor = DefaultOptimWrapperConstructor(
+            dict(optimizer=optimizer_cfg), paramwise_cfg)
+        groups = []
+        constructor.add_params(groups, model)
+        return [g for g in groups if id(g['params'][0]) in selected]
 
     def __call__(self, model: nn.Module) -> OptimWrapperDict:
         if is_model_wrapper(model):
@@ -55,28 +82,14 @@ class ModuleGroupOptimWrapperConstructor:
                 raise ValueError(f'optim_wrapper.{name} needs `modules`: '
                                  'the sub-modules whose parameters it '
                                  'updates, e.g. ["decode_head.generator"].')
-            lr_mult = cfg.pop('lr_mult', {}) or {}
-            unknown = set(lr_mult) - set(modules)
-            if unknown:
-                raise ValueError(f'optim_wrapper.{name}.lr_mult names '
-                                 f'{sorted(unknown)}, which are not in its '
-                                 f'modules {modules}.')
+            if 'lr_mult' in cfg:
+                raise ValueError(
+                    f'optim_wrapper.{name}.lr_mult is gone: use mmengine\'s '
+                    "paramwise_cfg=dict(custom_keys={'neck': "
+                    "dict(lr_mult=10.)}) inside the entry.")
             optimizer_cfg = cfg.pop('optimizer')
-            groups = []
-            for path in modules:
-                try:
-                    module = model.get_submodule(path)
-                except AttributeError:
-                    raise ValueError(
-                        f'optim_wrapper.{name}: the model has no sub-module '
-                        f'{path!r}.') from None
-                params = [p for p in module.parameters() if p.requires_grad]
-                if not params:
-                    continue
-                group = dict(params=params)
-                if path in lr_mult:
-                    group['lr'] = optimizer_cfg['lr'] * lr_mult[path]
-                groups.append(group)
+            groups = self._param_groups(model, name, modules, optimizer_cfg,
+                                        cfg.pop('paramwise_cfg', None))
             if not groups:
                 raise ValueError(f'optim_wrapper.{name}: the modules '
                                  f'{modules} have no trainable parameters.')

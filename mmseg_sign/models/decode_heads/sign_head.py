@@ -13,50 +13,90 @@ from mmseg.registry import MODELS
 from mmseg.utils import SampleList
 from ...datasets.zero_shot import resolve_split
 from ...embeddings import load_class_embeddings
-from ..losses import adversarial_loss, gaussian_mmd, kl_divergence
+from mmseg.models.utils import resize
+from ..losses import (adversarial_loss, gaussian_mmd, kl_divergence,
+                      masked_mean)
 from ..utils import pseudo_label_image
 
 
-def mlp(dims: Sequence[int], dropout: float = 0.0) -> nn.Sequential:
+def mlp(dims: Sequence[int], dropout: Union[float, Sequence[float]] = 0.0,
+        out_act: Optional[str] = None) -> nn.Sequential:
     """Per-pixel MLP on ``[N, dims[0]]``: Linear + LeakyReLU(0.2) (+
-    dropout) between layers, a plain Linear at the end."""
+    dropout, one rate for all hidden layers or one per hidden layer)
+    between layers, then ``out_act`` (``'sigmoid'`` or None) at the end."""
+    n_hidden = len(dims) - 2
+    rates = [dropout] * n_hidden if isinstance(dropout, (int, float)) \
+        else list(dropout)
+    if len(rates) != n_hidden:
+        raise ValueError(f'{len(rates)} dropout rates given for {n_hidden} '
+                         'hidden layers.')
     layers = []
     for i, (d_in, d_out) in enumerate(zip(dims[:-1], dims[1:])):
         layers.append(nn.Linear(d_in, d_out))
-        if i < len(dims) - 2:
+        if i < n_hidden:
             layers.append(nn.LeakyReLU(0.2, inplace=True))
-            if dropout > 0:
-                layers.append(nn.Dropout(dropout))
+            if rates[i] > 0:
+                layers.append(nn.Dropout(rates[i]))
+    if out_act == 'sigmoid':
+        layers.append(nn.Sigmoid())
+    elif out_act is not None:
+        raise ValueError(f"out_act must be 'sigmoid' or None, got "
+                         f'{out_act!r}.')
     return nn.Sequential(*layers)
+
+
+CLASSIFIER_LAYOUTS = ('shared_trunk', 'linear')
 
 
 @MODELS.register_module()
 class SIGNHead(BaseDecodeHead):
     """Decode head of SIGN. Its input is the SIM output
-    ``(F_x, mu, logvar)``; at test time only ``C(F_x)`` runs.
+    ``(F_x, mu, logvar, z)``; at test time only ``C(F_x)`` runs.
+
+    Classifier layouts (``classifier``):
+
+    * ``'shared_trunk'`` (the authors' code): C and D share a trunk
+      ``1×1 conv channels → trunk_channels, ReLU, dropout``; C is
+      ``conv_seg`` (``trunk_channels → num_classes``) and D's GAN head is
+      ``discriminator`` (``trunk_channels → 1``). D's optimizer trains the
+      trunk, both heads, and C by ``loss_ce_d`` on real features.
+    * ``'linear'``: C is a 1×1 conv on ``F_x`` (trained with the
+      segmentor) and D a separate MLP (``discriminator_hidden``), as the
+      paper draws them.
 
     Args:
-        class_embeddings (str): ``.npz`` table from
-            ``tools/build_class_embeddings.py`` (class names + vectors); it
+        class_embeddings (str): ``.npz`` table (class names + vectors); it
             must list the model's classes in order.
         unseen_classes (Sequence[str | int], optional): the unseen classes.
             Default: set from the training dataset's metainfo when training
             starts (``SIGNStageHook``), so the split has one source.
         latent_channels (int): channels of ``z`` (SIM ``latent_channels``).
         generator_hidden (Sequence[int]): hidden sizes of G.
-        generator_dropout (float): dropout between G's layers.
-        discriminator_hidden (Sequence[int]): hidden sizes of D.
+        generator_dropout (float | Sequence[float]): dropout after each of
+            G's hidden layers (the authors: 0.1, 0.1, 0.3, 0.5, 0.5).
+        generator_out_act (str | None): G's output activation; ``'sigmoid'``
+            matches the range of the SIM's ``F_x``.
+        classifier (str): ``'shared_trunk'`` or ``'linear'`` (above).
+        trunk_channels (int): width of the shared trunk (1024).
+        discriminator_hidden (Sequence[int]): hidden sizes of D in the
+            ``'linear'`` layout.
         loss_kld_weight (float): α of eq. 4 (100).
         loss_mmd_weight (float): β of eq. 7 (50).
         loss_adv_weight (float): weight of the adversarial losses.
-        mmd_sigmas (Sequence[float]): Gaussian kernel bandwidths.
+        loss_ce_d_weight (float): weight of C's cross-entropy on real
+            features in D's loss (``'shared_trunk'`` only; the authors: 1).
+        mmd_kernel_variances (Sequence[float]): the *variances* ``v`` of
+            the Gaussian kernels ``exp(-d² / (2v))`` summed in the MMD (the
+            authors' "bandwidths" 2, 5, 10, 20, 40, 60 are variances).
         mmd_max_pixels (int): cap on pixels per class per batch for MMD.
-        synth_unseen_ratio (float): share of unseen classes among the
-            pseudo labels of the transfer stage.
+        gen_unseen_rate (float): prior of the labels sampled for synthetic
+            features: ∝ 1 per seen class and ``1 + gen_unseen_rate`` per
+            unseen class (the authors: VOC 9, Context 14, COCO-Stuff 59).
         calibration (float): constant subtracted from seen-class logits at
             test time (SPNet-c style); 0 disables it.
         **kwargs: :class:`BaseDecodeHead` arguments (``in_channels``,
-            ``channels``, ``num_classes``, ``loss_decode``, ...).
+            ``channels``, ``num_classes``, ``loss_decode``,
+            ``dropout_ratio``: element-wise dropout before C, ...).
     """
 
     def __init__(self,
@@ -65,14 +105,20 @@ class SIGNHead(BaseDecodeHead):
                  latent_channels: int = 600,
                  generator_hidden: Sequence[int] = (1024, 960, 864, 784,
                                                     720),
-                 generator_dropout: float = 0.5,
+                 generator_dropout: Union[float, Sequence[float]] = (
+                     0.1, 0.1, 0.3, 0.5, 0.5),
+                 generator_out_act: Optional[str] = 'sigmoid',
+                 classifier: str = 'shared_trunk',
+                 trunk_channels: int = 1024,
                  discriminator_hidden: Sequence[int] = (512, ),
                  loss_kld_weight: float = 100.0,
                  loss_mmd_weight: float = 50.0,
                  loss_adv_weight: float = 1.0,
-                 mmd_sigmas: Sequence[float] = (2, 5, 10, 20, 40, 80),
+                 loss_ce_d_weight: float = 1.0,
+                 mmd_kernel_variances: Sequence[float] = (2, 5, 10, 20, 40,
+                                                          60),
                  mmd_max_pixels: int = 256,
-                 synth_unseen_ratio: float = 0.5,
+                 gen_unseen_rate: float = 9.0,
                  calibration: float = 0.0,
                  **kwargs):
         kwargs.setdefault('in_index', 0)
@@ -89,6 +135,12 @@ class SIGNHead(BaseDecodeHead):
             raise ValueError('SIGNHead classifies F_x directly: in_channels '
                              f'({self.in_channels}) must equal channels '
                              f'({self.channels}), the SIM channels.')
+        if classifier not in CLASSIFIER_LAYOUTS:
+            raise ValueError(f'SIGNHead classifier must be one of '
+                             f'{CLASSIFIER_LAYOUTS}, got {classifier!r}.')
+        if gen_unseen_rate is None or gen_unseen_rate <= -1:
+            raise ValueError('gen_unseen_rate must be > -1 (unseen prior '
+                             f'1 + rate), got {gen_unseen_rate}.')
         names, table = self._load_table(class_embeddings)
         self.class_names = tuple(names)
         # M: frozen mapping from a class index to its word embedding
@@ -102,14 +154,29 @@ class SIGNHead(BaseDecodeHead):
         self.latent_channels = latent_channels
         self.generator = mlp(
             [embed_dim + latent_channels, *generator_hidden, self.channels],
-            generator_dropout)
-        self.discriminator = mlp([self.channels, *discriminator_hidden, 1])
+            generator_dropout, generator_out_act)
+        # element-wise dropout: a generated pixel ([N, C, 1, 1]) and a real
+        # feature map get the same kind of noise (mmseg uses Dropout2d)
+        self.dropout = nn.Dropout(self.dropout_ratio) \
+            if self.dropout_ratio > 0 else None
+        self.classifier = classifier
+        if classifier == 'shared_trunk':
+            self.trunk = nn.Sequential(
+                nn.Conv2d(self.channels, trunk_channels, 1),
+                nn.ReLU(inplace=True))
+            self.conv_seg = nn.Conv2d(trunk_channels, self.num_classes, 1)
+            self.discriminator = nn.Conv2d(trunk_channels, 1, 1)
+        else:
+            self.trunk = nn.Identity()
+            self.discriminator = mlp([self.channels, *discriminator_hidden,
+                                      1])
         self.loss_kld_weight = loss_kld_weight
         self.loss_mmd_weight = loss_mmd_weight
         self.loss_adv_weight = loss_adv_weight
-        self.mmd_sigmas = tuple(mmd_sigmas)
+        self.loss_ce_d_weight = loss_ce_d_weight
+        self.mmd_kernel_variances = tuple(mmd_kernel_variances)
         self.mmd_max_pixels = mmd_max_pixels
-        self.synth_unseen_ratio = synth_unseen_ratio
+        self.gen_unseen_rate = gen_unseen_rate
         self.calibration = calibration
 
     def _load_table(self, path: str) -> Tuple[List[str], np.ndarray]:
@@ -150,7 +217,15 @@ class SIGNHead(BaseDecodeHead):
         return self.unseen_mask.nonzero().flatten()
 
     # -------------------------------------------------------------- forward
-    def forward(self, inputs: Tuple[Tensor, Tensor, Tensor]) -> Tensor:
+    def cls_seg(self, feat: Tensor) -> Tensor:
+        """C: ``[B, channels, H, W]`` → logits ``[B, num_classes, H, W]``
+        (trunk, dropout, ``conv_seg``)."""
+        feat = self.trunk(feat)
+        if self.dropout is not None:
+            feat = self.dropout(feat)
+        return self.conv_seg(feat)
+
+    def forward(self, inputs: Sequence[Tensor]) -> Tensor:
         """``C(F_x)``: logits ``[B, num_classes, H, W]``."""
         return self.cls_seg(inputs[0])
 
@@ -162,10 +237,9 @@ class SIGNHead(BaseDecodeHead):
                 logits.dtype)[None, :, None, None]
         return self.predict_by_feat(logits, batch_img_metas)
 
-    @staticmethod
-    def reparameterize(mu: Tensor, logvar: Tensor) -> Tensor:
-        """``z = mu + exp(logvar / 2) · ε`` (VAE reparameterisation)."""
-        return mu + torch.exp(0.5 * logvar) * torch.randn_like(mu)
+    def classify(self, feats: Tensor) -> Tensor:
+        """C on pixel features ``[N, channels]`` → logits ``[N, K]``."""
+        return self.cls_seg(feats[:, :, None, None])[:, :, 0, 0]
 
     def generate(self, labels: Tensor, z: Tensor) -> Tensor:
         """``G(M(y) ⊕ z)`` for labels ``[N]`` and latents ``[N, L]`` →
@@ -174,7 +248,12 @@ class SIGNHead(BaseDecodeHead):
 
     def discriminate(self, feats: Tensor) -> Tensor:
         """D's real/fake logits ``[N]`` for features ``[N, channels]``."""
-        return self.discriminator(feats).squeeze(1)
+        if self.classifier == 'linear':
+            return self.discriminator(feats).squeeze(1)
+        feats = self.trunk(feats[:, :, None, None])
+        if self.dropout is not None:
+            feats = self.dropout(feats)
+        return self.discriminator(feats)[:, 0, 0, 0]
 
     # ---------------------------------------------------------------- utils
     def _labels_at(self, data_samples: SampleList, size) -> Tensor:
@@ -201,42 +280,69 @@ class SIGNHead(BaseDecodeHead):
             return labels.new_zeros(0)
         return torch.cat(picked)
 
+    def _cross_entropy(self, logits: Tensor, labels: Tensor) -> Tensor:
+        """Mean cross-entropy over the non-ignored pixels (0 if none);
+        ``logits [N, K, ...]``, ``labels [N, ...]``."""
+        ce = F.cross_entropy(logits, labels, ignore_index=self.ignore_index,
+                             reduction='none')
+        return masked_mean(ce, labels != self.ignore_index)
+
     # --------------------------------------------------------------- losses
-    def loss_segmentation(self, inputs, data_samples: SampleList
+    def loss_segmentation(self, inputs, data_samples: SampleList,
+                          extra_logits: Sequence[Tensor] = ()
                           ) -> Dict[str, Tensor]:
         """Training step (SIM), eq. 4: ``loss_ce`` (+ ``acc_seg``) of C on
-        real features and ``loss_kld`` (α·KL over labelled pixels)."""
-        feats, mu, logvar = inputs
-        losses = self.loss_by_feat(self.forward(inputs), data_samples)
+        real features and ``loss_kld`` (α·KL over labelled pixels).
+
+        ``extra_logits``: C's logits at other input scales (DeepLab-v2
+        multi-scale training); ``loss_ce`` is then the mean over the
+        scale-1 logits, each extra scale and their element-wise max.
+        """
+        feats, mu, logvar = inputs[:3]
+        logits = self.forward(inputs)
+        losses = self.loss_by_feat(logits, data_samples)
+        if extra_logits:
+            fused = torch.stack([logits] + [
+                resize(x, logits.shape[2:], mode='bilinear',
+                       align_corners=self.align_corners)
+                for x in extra_logits
+            ]).max(dim=0).values
+            name = self.loss_decode.loss_name
+            losses[name] = torch.stack(
+                [losses[name]] +
+                [self.loss_by_feat(x, data_samples)[name]
+                 for x in (*extra_logits, fused)]).mean()
         labels = self._labels_at(data_samples, feats.shape[2:])
         losses['loss_kld'] = self.loss_kld_weight * kl_divergence(
             mu, logvar, labels != self.ignore_index)
         return losses
 
     def loss_generator(self, inputs, data_samples: SampleList
-                       ) -> Tuple[Dict[str, Tensor], Tensor, Tensor]:
+                       ) -> Tuple[Dict[str, Tensor], Tensor, Tensor, Tensor]:
         """Training step (G), eq. 5-7 for G: β·MMD per seen class between
-        real (detached) and generated features at the same pixels, and the
-        adversarial loss. Returns ``(losses, real, fake)`` so that D can be
-        trained on the same pixels."""
-        feats, mu, logvar = (t.detach() for t in inputs)
+        real (detached) features and ``G(M(y), z)`` at the same pixels,
+        where ``z`` is the SIM's own (detached) latent code of that pixel,
+        and the adversarial loss.
+
+        Returns ``(losses, real [N, C], fake [N, C], labels [N])`` so that
+        D and C can be trained on the same pixels.
+        """
+        feats, _, _, z = (t.detach() for t in inputs[:4])
         labels = self._labels_at(data_samples, feats.shape[2:]).flatten()
         idx = self._sample_per_class(labels)
         labels = labels[idx]
         real = self._pixels(feats)[idx]
-        z = self.reparameterize(self._pixels(mu)[idx],
-                                self._pixels(logvar)[idx])
-        fake = self.generate(labels, z)
+        fake = self.generate(labels, self._pixels(z)[idx])
+        sigmas = [v**0.5 for v in self.mmd_kernel_variances]
         loss_mmd = fake.new_zeros(()) + 0 * fake.sum()
         for c in labels.unique():
             sel = labels == c
-            loss_mmd = loss_mmd + gaussian_mmd(real[sel], fake[sel],
-                                               self.mmd_sigmas)
+            loss_mmd = loss_mmd + gaussian_mmd(real[sel], fake[sel], sigmas)
         losses = dict(
             loss_mmd=self.loss_mmd_weight * loss_mmd,
             loss_adv_g=self.loss_adv_weight *
             adversarial_loss(self.discriminate(fake), real=True))
-        return losses, real, fake
+        return losses, real, fake, labels
 
     def loss_discriminator(self, real: Tensor,
                            fake: Tensor) -> Dict[str, Tensor]:
@@ -246,44 +352,54 @@ class SIGNHead(BaseDecodeHead):
             adversarial_loss(self.discriminate(fake.detach()), real=False))
         return dict(loss_adv_d=self.loss_adv_weight * loss)
 
+    def loss_classifier_real(self, feats: Tensor, data_samples: SampleList,
+                             weight: float) -> Tensor:
+        """``weight`` × cross-entropy of C on (detached) real feature maps
+        ``[B, C, h, w]`` against the labels at full resolution."""
+        labels = self._stack_batch_gt(data_samples)[:, 0]
+        logits = resize(self.cls_seg(feats.detach()), labels.shape[-2:],
+                        mode='bilinear', align_corners=self.align_corners)
+        return weight * self._cross_entropy(logits, labels)
+
     def sample_pseudo_labels(self, num: int, device) -> Tensor:
-        """``num`` class indices: unseen classes share
-        ``synth_unseen_ratio`` of the probability, seen classes the rest."""
+        """``num`` class indices drawn i.i.d. with prior ∝ 1 per seen class
+        and ``1 + gen_unseen_rate`` per unseen class."""
         unseen = self.unseen_mask.to(device)
         if not unseen.any():
             raise RuntimeError(
                 'SIGNHead has no unseen classes: set `unseen_classes` or let '
                 'SIGNStageHook copy them from the dataset metainfo.')
-        probs = torch.where(unseen, self.synth_unseen_ratio / unseen.sum(),
-                            (1 - self.synth_unseen_ratio) /
-                            (~unseen).sum().clamp(min=1))
-        return torch.multinomial(probs.float(), num, replacement=True)
+        probs = 1.0 + self.gen_unseen_rate * unseen.float()
+        return torch.multinomial(probs, num, replacement=True)
 
-    def loss_synthetic(self, num: int, like: Tensor) -> Tensor:
-        """``loss_ce_synth`` (eq. 8): C on ``num`` features ``G(M(ŷ), z)``,
-        ``z ~ N(0, I)``, for sampled labels ŷ that include unseen classes.
-        G is frozen (no gradient reaches it)."""
+    def loss_synthetic(self, num: int, like: Tensor,
+                       weight: float = 1.0) -> Tensor:
+        """``loss_ce_synth`` (eq. 8): ``weight`` × CE of C on ``num``
+        features ``G(M(ŷ), z)``, ``z ~ N(0, I)``, for labels ŷ drawn by
+        :meth:`sample_pseudo_labels`. G gets no gradient."""
         pseudo = self.sample_pseudo_labels(num, like.device)
         with torch.no_grad():
             z = torch.randn(num, self.latent_channels, device=like.device,
                             dtype=like.dtype)
             fake = self.generate(pseudo, z)
-        logits = self.cls_seg(fake[:, :, None, None])[:, :, 0, 0]
-        return F.cross_entropy(logits, pseudo)
+        return weight * F.cross_entropy(self.classify(fake), pseudo)
 
-    def loss_transfer(self, inputs, data_samples: SampleList
+    def loss_transfer(self, inputs, data_samples: SampleList,
+                      real_weight: float = 1.0, synth_weight: float = 1.0
                       ) -> Dict[str, Tensor]:
-        """Transfer step, eq. 9: ``loss_ce`` of C on real (frozen) features
-        and ``loss_ce_synth`` (one synthetic feature per feature pixel)."""
+        """Transfer step, eq. 9 (``mode='classifier'``): ``loss_ce`` of C on
+        real (frozen) features and ``loss_ce_synth`` (one synthetic feature
+        per feature pixel)."""
         feats = inputs[0].detach()
-        losses = self.loss_by_feat(self.cls_seg(feats), data_samples)
         num = feats.shape[0] * feats.shape[2] * feats.shape[3]
-        losses['loss_ce_synth'] = self.loss_synthetic(num, feats)
-        return losses
+        return dict(
+            loss_ce=self.loss_classifier_real(feats, data_samples,
+                                              real_weight),
+            loss_ce_synth=self.loss_synthetic(num, feats, synth_weight))
 
     def pseudo_labels(self, teacher_logits: Tensor,
                       data_samples: SampleList, mode: str,
-                      temperature: float, top_p: float
+                      temperature: float, top_p: float, top_k: int = 10
                       ) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
         """Self-training targets of a batch (section 3.4).
 
@@ -306,7 +422,7 @@ class SIGNHead(BaseDecodeHead):
             valid[:h, :w] = True  # padding is at the bottom / right
             target, weight, conf = pseudo_label_image(
                 prob, label, unseen, valid, mode, temperature, top_p,
-                self.ignore_index)
+                self.ignore_index, top_k)
             targets.append(target)
             weights.append(weight)
             confs.append(conf)

@@ -1,4 +1,4 @@
-"""Spatial Information Module (SIM), paper section 3.2-3.3, eq. 1."""
+"""Spatial Information Module (SIM), paper section 3.2-3.3, eq. 1-3."""
 from typing import Optional, Sequence, Tuple
 
 import torch
@@ -8,13 +8,25 @@ from mmengine.model import BaseModule
 from mmseg.registry import MODELS
 from ..utils import PE_TYPES, positional_encoding_2d
 from .deeplabv2_aspp import DeepLabV2ASPP
+from .reparameterization import ContextualReparameterization
 from .sim_encoders import SIM_ENCODERS
 
 
 @MODELS.register_module('SIM')
 @MODELS.register_module()
 class SpatialInformationModule(BaseModule):
-    """``F_x, (mu, logvar) = SIM(E(x) ⊕ PE)`` (eq. 1).
+    """``F_x, mu, logvar, z = SIM(E(x) ⊕ PE)`` (eq. 1-3).
+
+    With ``h = E(x)`` (backbone + input projection)::
+
+        h'        = h + Enc(sigmoid(h) ⊕ PE)          (residual encoder)
+        mu, logvar = R(sigmoid(h'))                  (reparameterisation)
+        z         = mu + ε·exp(logvar / 2)  (train),  z = mu  (eval)
+        F_x       = sigmoid(h' + h'·sigmoid(z))
+
+    ``z`` modulates ``F_x``, so the segmentation loss gives it meaning and
+    the KL term (eq. 2) only keeps it near N(0, I): the spatial prior that
+    G is conditioned on. This is the authors' released feature path.
 
     Args:
         in_channels (int): channels of the selected backbone level.
@@ -34,9 +46,19 @@ class SpatialInformationModule(BaseModule):
         arch (str): ``'conv'``, ``'attention'``, ``'self_attention'`` or
             ``'multihead_self_attention'``.
         num_heads (int): heads of ``'multihead_self_attention'``.
-        latent_channels (int): channels of ``mu`` / ``logvar`` (600).
+        latent_channels (int): channels of ``mu`` / ``logvar`` / ``z``;
+            must equal ``channels`` (``z`` gates ``h'`` channel-wise).
+        latent_hidden (int): channels of the reparameterisation module's
+            context maps (256 in the paper).
+        latent_dilations (Sequence[int]): their dilations (1, 2, 5).
+        logvar_relu (bool): ReLU on ``logvar`` as in the authors' code.
+        z_modulation (bool): ``F_x = sigmoid(h' + h'·sigmoid(z))`` (default,
+            the paper). ``False`` gives ``F_x = sigmoid(h')``, where mu and
+            logvar learn from the KL term alone and ``z`` collapses to
+            noise; kept only as an ablation switch.
 
-    Returns from ``forward``: ``(F_x, mu, logvar)``, each ``[B, *, H, W]``.
+    Returns from ``forward``: ``(F_x, mu, logvar, z)``, each
+    ``[B, C, H, W]``.
     """
 
     def __init__(self,
@@ -52,6 +74,10 @@ class SpatialInformationModule(BaseModule):
                  arch: str = 'multihead_self_attention',
                  num_heads: int = 8,
                  latent_channels: int = 600,
+                 latent_hidden: int = 256,
+                 latent_dilations: Sequence[int] = (1, 2, 5),
+                 logvar_relu: bool = True,
+                 z_modulation: bool = True,
                  init_cfg=None,
                  **encoder_kwargs):
         super().__init__(init_cfg=init_cfg)
@@ -85,13 +111,15 @@ class SpatialInformationModule(BaseModule):
         self.encoder = SIM_ENCODERS[arch](
             channels + self.pe_channels, channels, num_heads=num_heads,
             **encoder_kwargs)
-        self.mu = nn.Conv2d(channels, latent_channels, 1)
-        self.logvar = nn.Conv2d(channels, latent_channels, 1)
-        # start near N(0, I): large features would otherwise give
-        # exp(logvar) in the 1e4s and a KL term (α = 100) that blows up SGD
-        for conv in (self.mu, self.logvar):
-            nn.init.normal_(conv.weight, std=0.01)
-            nn.init.zeros_(conv.bias)
+        if latent_channels != channels:
+            raise ValueError(
+                f'SIM latent_channels ({latent_channels}) must equal '
+                f'channels ({channels}): z gates the features channel-wise '
+                "(F_x = sigmoid(h' + h'*sigmoid(z))).")
+        self.reparam = ContextualReparameterization(
+            channels, latent_channels, latent_hidden, latent_dilations,
+            logvar_relu)
+        self.z_modulation = z_modulation
 
     def positional_encoding(self, x: torch.Tensor) -> torch.Tensor:
         """``[B, pe_channels, H, W]`` for feature map ``x``."""
@@ -104,9 +132,17 @@ class SpatialInformationModule(BaseModule):
     def forward(self, inputs) -> Tuple[torch.Tensor, ...]:
         x = inputs[self.in_index] if isinstance(inputs,
                                                 (list, tuple)) else inputs
-        if self.input_proj is not None:
-            x = self.input_proj.project(x)
-        enc_in = x if self.pe_channels == 0 else torch.cat(
-            [x, self.positional_encoding(x)], dim=1)
-        feats = x + self.encoder(enc_in)
-        return feats, self.mu(feats), self.logvar(feats)
+        h = x if self.input_proj is None else self.input_proj.project(x)
+        enc_in = torch.sigmoid(h)
+        if self.pe_channels:
+            enc_in = torch.cat([enc_in, self.positional_encoding(h)], dim=1)
+        h = h + self.encoder(enc_in)
+        mu, logvar = self.reparam(torch.sigmoid(h))
+        z = mu
+        if self.training:
+            z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu)
+        if self.z_modulation:
+            feats = torch.sigmoid(h + h * torch.sigmoid(z))
+        else:
+            feats = torch.sigmoid(h)
+        return feats, mu, logvar, z

@@ -10,9 +10,9 @@ from mmengine.dist import all_reduce_params, get_world_size
 from mmengine.optim import OptimWrapper, OptimWrapperDict
 
 from mmseg.models.segmentors import EncoderDecoder
+from mmseg.models.utils import resize
 from mmseg.registry import MODELS
-
-STAGES = ('train', 'transfer', 'self_train')
+from .stages import STAGE_OPTIONS, stage_options
 
 
 def update_params(optim_wrapper: OptimWrapper, loss: torch.Tensor) -> None:
@@ -61,10 +61,12 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         super().__init__(*args, **kwargs)
         if not self.with_neck:
             raise ValueError('ZeroShotEncoderDecoder needs a neck (the SIM) '
-                             'that returns (F_x, mu, logvar).')
+                             'that returns (F_x, mu, logvar, z).')
         self.stage = 'train'
         self.stage_cfg: dict = {}
+        self.stage_iter = 0  # iteration within the stage (SIGNStageHook)
         self.teacher = None
+        self._feature_hw = {}  # input (H, W) -> feature (h, w)
 
     def __setattr__(self, name, value):
         # the teacher is not a sub-module: not in state_dict() (it is saved
@@ -75,9 +77,17 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
             super().__setattr__(name, value)
 
     def set_stage(self, name: str, **stage_cfg) -> None:
-        if name not in STAGES:
-            raise ValueError(f'Unknown stage {name!r}; stages: {STAGES}.')
+        """Switch to stage ``name`` with its options (defaults filled in
+        from ``STAGE_OPTIONS``)."""
+        if name not in STAGE_OPTIONS:
+            raise ValueError(f'Unknown stage {name!r}; stages: '
+                             f'{tuple(STAGE_OPTIONS)}.')
+        stage_cfg.setdefault('iters', 1)
+        stage_cfg = stage_options(0, dict(stage_cfg, name=name))
+        for key in ('name', 'iters'):
+            stage_cfg.pop(key)
         self.stage, self.stage_cfg = name, stage_cfg
+        self.stage_iter = 0
         if name == 'self_train' and self.teacher is None:
             self.build_teacher()
         elif name != 'self_train':
@@ -115,49 +125,113 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                            f'{list(optim_wrapper.keys())}.')
         return [optim_wrapper[n] for n in names]
 
+    def _update(self, optim_wrapper: OptimWrapper,
+                losses: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        """Sum ``losses``, step ``optim_wrapper``, return the log
+        variables without the total."""
+        loss, log_vars = self.parse_losses(losses)
+        update_params(optim_wrapper, loss)
+        log_vars.pop('loss')
+        return log_vars
+
+    def _extra_scale_logits(self, inputs: torch.Tensor) -> list:
+        """C's logits at the extra input scales of ``train_cfg.ce_scales``
+        (DeepLab-v2 multi-scale training; scale 1 is the main pass)."""
+        scales = (self.train_cfg or {}).get('ce_scales', (1.0, ))
+        return [
+            self.decode_head.forward(self.extract_feat(
+                resize(inputs, scale_factor=s, mode='bilinear',
+                       align_corners=False))) for s in scales if s != 1.0
+        ]
+
+    def _adversarial_step(self, feats, data_samples, gen_ow, dis_ow,
+                          real_key: str, real_weight: float,
+                          fake_weight: float = 0.0):
+        """G (β·MMD + adversarial, eq. 5-7) then D (adversarial, eq. 6)
+        on the same pixels; D's wrapper also trains C by ``real_weight``
+        × CE on the real feature maps and ``fake_weight`` × CE on the
+        generated seen features, where these weights are > 0."""
+        head = self.decode_head
+        with gen_ow.optim_context(self):
+            losses_g, real, fake, labels = head.loss_generator(
+                feats, data_samples)
+        log_vars = self._update(gen_ow, losses_g)
+        # D got gradients through loss_adv_g; its own step starts clean
+        dis_ow.zero_grad()
+        with dis_ow.optim_context(self):
+            losses_d = head.loss_discriminator(real, fake.detach())
+            if real_weight:
+                losses_d[real_key] = head.loss_classifier_real(
+                    feats[0], data_samples, real_weight)
+            if fake_weight:
+                losses_d['loss_ce_fake'] = fake_weight * head._cross_entropy(
+                    head.classify(fake.detach()), labels)
+        log_vars.update(self._update(dis_ow, losses_d))
+        return log_vars
+
     def _train_step(self, inputs, data_samples, optim_wrapper):
-        """Eq. 4 (E, SIM, C) and eq. 7 (G, D), optimised jointly."""
+        """Eq. 4 (E, SIM [, C]) and eq. 7 (G, D [+ C]), optimised jointly."""
         seg_ow, gen_ow, dis_ow = self._require(optim_wrapper, 'segmentor',
                                                'generator', 'discriminator')
         head = self.decode_head
         with seg_ow.optim_context(self):
             feats = self.extract_feat(inputs)
-            losses = head.loss_segmentation(feats, data_samples)
-        loss, log_vars = self.parse_losses(losses)
-        update_params(seg_ow, loss)
-
-        with gen_ow.optim_context(self):
-            losses_g, real, fake = head.loss_generator(feats, data_samples)
-        loss_g, log_vars_g = self.parse_losses(losses_g)
-        update_params(gen_ow, loss_g)
-
-        # D got gradients through loss_adv_g; its own step starts clean
-        dis_ow.zero_grad()
-        with dis_ow.optim_context(self):
-            losses_d = head.loss_discriminator(real, fake.detach())
-        loss_d, log_vars_d = self.parse_losses(losses_d)
-        update_params(dis_ow, loss_d)
-
-        log_vars.pop('loss')
-        log_vars.update((k, v) for k, v in log_vars_g.items() if k != 'loss')
-        log_vars.update((k, v) for k, v in log_vars_d.items() if k != 'loss')
+            losses = head.loss_segmentation(
+                feats, data_samples, self._extra_scale_logits(inputs))
+        log_vars = self._update(seg_ow, losses)
+        shared = head.classifier == 'shared_trunk'
+        log_vars.update(self._adversarial_step(
+            feats, data_samples, gen_ow, dis_ow, 'loss_ce_d',
+            head.loss_ce_d_weight if shared else 0.0))
         return log_vars
+
+    def _feature_pixels(self, inputs: torch.Tensor) -> int:
+        """``B·h·w`` of the feature map for ``inputs`` (cached per input
+        size: the alternate transfer blocks on synthetic features only do
+        not run the backbone)."""
+        key = tuple(inputs.shape[-2:])
+        cache = self._feature_hw
+        if key not in cache:
+            with torch.no_grad():
+                cache[key] = tuple(self.extract_feat(inputs[:1])[0].shape[2:])
+        h, w = cache[key]
+        return inputs.shape[0] * h * w
 
     def _transfer_step(self, inputs, data_samples, optim_wrapper):
-        """Eq. 9: only C learns, on frozen real features and on generated
-        features of pseudo labels that include unseen classes."""
-        (transfer_ow, ) = self._require(optim_wrapper, 'transfer')
-        # frozen parts: no BN statistic updates, no dropout noise in E / SIM
-        self.backbone.eval()
-        self.neck.eval()
-        with torch.no_grad():
-            feats = self.extract_feat(inputs)
+        """Transfer stage (eq. 8-9), E and SIM frozen.
+
+        ``mode='classifier'``: C on real features and on synthetic features
+        ``G(M(ŷ), z ~ N(0, I))`` every iteration. ``mode='alternate'`` (the
+        authors' recipe): blocks of ``block_iters`` iterations alternate
+        between (1) G and D training on, and C learning from, real and
+        generated seen features (the SIM still samples z) and (2) C on
+        synthetic features of sampled label maps only.
+        """
+        opts = self.stage_cfg
+        head = self.decode_head
+        self.backbone.eval()  # frozen: no BN statistic updates
+        if opts['mode'] == 'classifier':
+            (transfer_ow, ) = self._require(optim_wrapper, 'transfer')
+            self.neck.eval()
+            with torch.no_grad():
+                feats = self.extract_feat(inputs)
+            with transfer_ow.optim_context(self):
+                losses = head.loss_transfer(feats, data_samples,
+                                            opts['real_weight'],
+                                            opts['synth_weight'])
+            return self._update(transfer_ow, losses)
+        transfer_ow, gen_ow = self._require(optim_wrapper, 'transfer',
+                                            'transfer_generator')
+        if (self.stage_iter // opts['block_iters']) % 2 == 0:
+            with torch.no_grad():  # the SIM stays in train mode: samples z
+                feats = self.extract_feat(inputs)
+            return self._adversarial_step(
+                feats, data_samples, gen_ow, transfer_ow, 'loss_ce',
+                opts['real_weight'], opts['fake_weight'])
         with transfer_ow.optim_context(self):
-            losses = self.decode_head.loss_transfer(feats, data_samples)
-        loss, log_vars = self.parse_losses(losses)
-        update_params(transfer_ow, loss)
-        log_vars.pop('loss')
-        return log_vars
+            losses = dict(loss_ce_synth=head.loss_synthetic(
+                self._feature_pixels(inputs), inputs, opts['synth_weight']))
+        return self._update(transfer_ow, losses)
 
     def _self_train_step(self, inputs, data_samples, optim_wrapper):
         """Section 3.4: E, SIM and C learn from seen labels and the frozen
@@ -167,8 +241,7 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         if self.teacher is None:
             raise RuntimeError('self_train stage without a teacher; call '
                                'set_stage("self_train") first.')
-        cfg = dict(mode='AST', temperature=2.0, top_p=75.0)
-        cfg.update(self.stage_cfg)
+        cfg = self.stage_cfg
         head = self.decode_head
         with torch.no_grad():
             t_logits = self.teacher.decode_head(
@@ -178,12 +251,10 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                 align_corners=head.align_corners)
             targets, weights, stats = head.pseudo_labels(
                 t_logits, data_samples, cfg['mode'], cfg['temperature'],
-                cfg['top_p'])
+                cfg['top_p'], cfg['top_k'])
         with st_ow.optim_context(self):
             feats = self.extract_feat(inputs)
             losses = head.loss_self_train(feats, targets, weights)
-        loss, log_vars = self.parse_losses(losses)
-        update_params(st_ow, loss)
-        log_vars.pop('loss')
+        log_vars = self._update(st_ow, losses)
         log_vars.update(stats)
         return log_vars

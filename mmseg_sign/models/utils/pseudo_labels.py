@@ -7,6 +7,8 @@ from torch import Tensor
 
 from ..losses import annealed_weights
 
+ST_MODES = ('AST', 'ST', 'ST_topk')
+
 
 def top_p_mask(confidence: Tensor, labels: Tensor, top_p: float) -> Tensor:
     """ST selection: for every class in ``labels [N]``, keep the ``top_p``
@@ -32,7 +34,8 @@ def pseudo_label_image(probs: Tensor,
                        mode: str = 'AST',
                        temperature: float = 2.0,
                        top_p: float = 75.0,
-                       ignore_index: int = 255) -> Tuple[Tensor, Tensor,
+                       ignore_index: int = 255,
+                       top_k: int = 10) -> Tuple[Tensor, Tensor,
                                                          Tensor]:
     """Targets and weights of one image for self-training.
 
@@ -41,10 +44,16 @@ def pseudo_label_image(probs: Tensor,
     (``valid``; crop padding never is) get the teacher's best *unseen*
     class as pseudo label, with its softmax probability as confidence:
 
-    * ``'ST'``: the ``top_p`` percent most confident per unseen class get
-      weight 1, the rest 0;
-    * ``'AST'``: all of them, weighted by :func:`annealed_weights` over this
-      image's pseudo-labelled pixels (eq. 16, largest weight 1).
+    * ``'AST'`` (the paper, eq. 16): all of them, weighted by
+      :func:`annealed_weights` over this image's pseudo-labelled pixels
+      (largest weight 1). The authors' released code zeroes the confidence
+      before the softmax, so its weights are uniform: ``'AST'`` with a very
+      large ``temperature``.
+    * ``'ST'`` (ZS3's self-training, the paper's ST baseline): only pixels
+      whose arg-max over *all* classes is an unseen class are candidates;
+      per unseen class the ``top_p`` percent most confident get weight 1.
+    * ``'ST_topk'`` (CaGNet's self-training): a pixel is labelled with its
+      best unseen class when that class ranks among its ``top_k`` classes.
 
     Args:
         probs: teacher softmax ``[K, H, W]``.
@@ -57,18 +66,25 @@ def pseudo_label_image(probs: Tensor,
         pixels with weight 0 have target ``ignore_index`` and
         ``confidence`` holds the kept pseudo labels' confidences.
     """
-    if mode not in ('ST', 'AST'):
-        raise ValueError(f"self-training mode must be 'ST' or 'AST', got "
-                         f'{mode!r}.')
+    if mode not in ST_MODES:
+        raise ValueError(f'self-training mode must be one of {ST_MODES}, '
+                         f'got {mode!r}.')
     target = label.clone()
     weight = (label != ignore_index).to(probs.dtype)
     pseudo = label == ignore_index
     if valid is not None:
         pseudo &= valid
-    conf, best = probs[unseen_ids][:, pseudo].max(dim=0)
+    pixel_probs = probs[:, pseudo]  # [K, M]
+    conf, best = pixel_probs[unseen_ids].max(dim=0)
     classes = unseen_ids[best]
     if mode == 'ST':
-        keep = top_p_mask(conf, classes, top_p)
+        keep = torch.isin(pixel_probs.argmax(dim=0), unseen_ids)
+        keep[keep.clone()] = top_p_mask(conf[keep], classes[keep], top_p)
+        w = keep.to(probs.dtype)
+    elif mode == 'ST_topk':
+        # rank of the best unseen class among all K classes (0 = top)
+        rank = (pixel_probs > conf[None]).sum(dim=0)
+        keep = rank < top_k
         w = keep.to(probs.dtype)
     else:
         keep = torch.ones_like(conf, dtype=torch.bool)

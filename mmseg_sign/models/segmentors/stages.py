@@ -1,0 +1,81 @@
+"""The SIGN stages, their options and the optimizer wrappers each needs:
+one home for what ``SIGNStageHook`` checks and ``ZeroShotEncoderDecoder``
+runs."""
+from typing import Dict, List
+
+from ..utils.pseudo_labels import ST_MODES
+
+#: stage name → its options and their defaults (besides ``name``, ``iters``)
+STAGE_OPTIONS: Dict[str, dict] = dict(
+    # E, SIM, C (ce + kld); G (adv + mmd); D (adv [+ ce of C])
+    train=dict(),
+    # 'alternate' (the authors' recipe): blocks of `block_iters` iterations,
+    # first C on real (real_weight) + fake seen features (fake_weight) with
+    # G and D still training, then C on synthetic features of sampled
+    # labels (synth_weight). 'classifier': C alone on real + synthetic
+    # features every iteration (eq. 9).
+    transfer=dict(mode='alternate', block_iters=100, real_weight=0.75,
+                  fake_weight=0.25, synth_weight=0.125),
+    # section 3.4: 'AST' (eq. 16), 'ST' (ZS3: top_p % per class among
+    # pixels predicted unseen), 'ST_topk' (CaGNet: best unseen class in the
+    # top_k classes)
+    self_train=dict(mode='AST', temperature=2.0, top_p=75.0, top_k=10),
+)
+TRANSFER_MODES = ('alternate', 'classifier')
+
+
+def stage_options(index: int, stage: dict) -> dict:
+    """Check ``stage`` (``name``, ``iters`` and options) and return it with
+    every option filled in. Errors name the stage and the fix."""
+    name = stage.get('name')
+    where = f'stages[{index}] ({name})'
+    if name not in STAGE_OPTIONS:
+        raise ValueError(f'stages[{index}]: name must be one of '
+                         f'{tuple(STAGE_OPTIONS)}, got {name!r}.')
+    iters = stage.get('iters')
+    if not isinstance(iters, int) or isinstance(iters, bool) or iters < 1:
+        raise ValueError(f'{where}: `iters` must be a positive integer, '
+                         f'got {iters!r}.')
+    defaults = STAGE_OPTIONS[name]
+    unknown = set(stage) - {'name', 'iters'} - set(defaults)
+    if unknown:
+        raise ValueError(f'{where}: unknown keys {sorted(unknown)}; '
+                         f'options: {sorted(defaults) or "none"}.')
+    out = dict(defaults, **stage)
+    if name == 'transfer':
+        if out['mode'] not in TRANSFER_MODES:
+            raise ValueError(f'{where}: mode must be one of '
+                             f'{TRANSFER_MODES}, got {out["mode"]!r}.')
+        if not isinstance(out['block_iters'], int) or out['block_iters'] < 1:
+            raise ValueError(f'{where}: block_iters must be a positive '
+                             f'integer, got {out["block_iters"]!r}.')
+        for key in ('real_weight', 'fake_weight', 'synth_weight'):
+            if out[key] < 0:
+                raise ValueError(f'{where}: {key} must be >= 0, got '
+                                 f'{out[key]}.')
+    elif name == 'self_train':
+        if out['mode'] not in ST_MODES:
+            raise ValueError(f'{where}: mode must be one of {ST_MODES}, '
+                             f'got {out["mode"]!r}.')
+        if out['temperature'] <= 0:
+            raise ValueError(f'{where}: temperature must be > 0, got '
+                             f'{out["temperature"]}.')
+        if not 0 < out['top_p'] <= 100:
+            raise ValueError(f'{where}: top_p is a percentage in (0, 100], '
+                             f'got {out["top_p"]}.')
+        if not isinstance(out['top_k'], int) or out['top_k'] < 1:
+            raise ValueError(f'{where}: top_k must be a positive integer, '
+                             f'got {out["top_k"]!r}.')
+    return out
+
+
+def required_optim_wrappers(stage: dict) -> List[str]:
+    """Names of the optimizer wrappers that ``stage`` (filled in by
+    :func:`stage_options`) steps."""
+    name = stage['name']
+    if name == 'train':
+        return ['segmentor', 'generator', 'discriminator']
+    if name == 'transfer':
+        return ['transfer'] + (['transfer_generator']
+                               if stage['mode'] == 'alternate' else [])
+    return ['self_train']
