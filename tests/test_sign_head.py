@@ -190,3 +190,14 @@ def test_multi_scale_cross_entropy(embedding_table):
         for x in extra]).max(0).values
     want = (ce(main) + ce(extra[0]) + ce(extra[1]) + ce(fused)) / 4
     torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize('classifier', ['linear', 'shared_trunk'])
+def test_pixel_classifier_equals_the_map_classifier(embedding_table,
+                                                    classifier):
+    """classify() on pixels (matrix products) is cls_seg() on a map."""
+    head = build_head(embedding_table[0], classifier=classifier).eval()
+    x = torch.rand(2, 8, 3, 4)
+    pixels = x.permute(0, 2, 3, 1).reshape(-1, 8)
+    want = head.cls_seg(x).permute(0, 2, 3, 1).reshape(-1, 5)
+    torch.testing.assert_close(head.classify(pixels), want)

@@ -11,6 +11,7 @@ Example (the published 600-d setting, word2vec ‖ fastText)::
 import argparse
 import json
 import os.path as osp
+import pickle
 import sys
 
 from mmseg_sign.embeddings import (WORD_VECTOR_FORMATS,
@@ -109,7 +110,10 @@ def main(argv=None):
             normalize=not args.no_normalize,
             use_default_synonyms=not args.no_default_synonyms,
             fasttext_oov=args.fasttext_oov)
-    except KeyError as err:  # missing words: show the message as written
+    except (KeyError, ValueError, OSError, pickle.UnpicklingError) as err:
+        # Missing words, unreadable or unsafe sources (e.g. a hostile .kv
+        # refused by the allow-list): the message names the file and the
+        # fix; no traceback.
         sys.exit(f'error: {err}')
     path = save_class_embeddings(args.out, names, table)
     print(f'class embeddings: {table.shape[0]} classes x {table.shape[1]} '

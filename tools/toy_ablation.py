@@ -73,7 +73,7 @@ TRANSFER_STAGE = dict(name='transfer', iters=TRANSFER, mode='alternate',
 FULL = stage_body([
     dict(name='train', iters=TRAIN),
     TRANSFER_STAGE,
-    dict(name='self_train', iters=SELF_TRAIN, mode='AST', temperature=2.0)
+    dict(name='self_train', iters=SELF_TRAIN, mode='AST', temperature=0.1)
 ])
 ST = stage_body([
     dict(name='train', iters=TRAIN),
@@ -148,7 +148,7 @@ SIM_VARIANTS = {
 }
 ORDER = [
     'stages: train only', 'stages: + transfer (SIGN)',
-    'stages: + ST (ZS3, top 75 %)', 'stages: + AST (T = 2)',
+    'stages: + ST (ZS3, top 75 %)', 'stages: + AST (T = 0.1)',
     *RECIPE_VARIANTS, 'PE: none', 'PE: absolute',
     'PE: absolute + interpolation', 'PE: relative (RPE, default)',
     'SIM: conv', 'SIM: attention', 'SIM: self-attention',
@@ -187,6 +187,9 @@ def main():
                         choices=['stages', 'recipe', 'pe', 'sim'])
     parser.add_argument('--work-dir', default='work_dirs/toy_ablation')
     parser.add_argument('--out', default='docs/toy_results.md')
+    parser.add_argument('--reprobe', action='store_true',
+                        help='only redo the latent probes of the runs in '
+                        'the work dir and rewrite the table')
     args = parser.parse_args()
     wd = osp.abspath(args.work_dir)
     os.makedirs(wd, exist_ok=True)
@@ -206,6 +209,21 @@ def main():
         with open(results_path, 'w') as f:
             json.dump(results, f, indent=1)
 
+    if args.reprobe:
+        for key, value in results.items():
+            row, seed = key.rsplit('/', 1)
+            if 'probe' not in value:
+                continue
+            if row == 'stages':
+                run, cfg = f'ast_seed{seed}', 'ast.py'
+            else:
+                i = list(RECIPE_VARIANTS).index(row)
+                run, cfg = f'variant{i}_seed{seed}', f'variant{i}.py'
+            value['probe'] = probe(osp.join(wd, cfg),
+                                   osp.join(wd, run, f'iter_{TRAIN}.pth'))
+            save(key, value)
+        write_table(results, args.out)
+        return
     cfgs = {}
     for name, body in [('ast', FULL), ('st', ST)]:
         cfgs[name] = osp.join(wd, f'{name}.py')
@@ -260,7 +278,7 @@ def write_table(results, out):
             for name, stage in [('stages: train only', 'train'),
                                 ('stages: + transfer (SIGN)', 'transfer'),
                                 ('stages: + ST (ZS3, top 75 %)', 'st'),
-                                ('stages: + AST (T = 2)', 'ast'),
+                                ('stages: + AST (T = 0.1)', 'ast'),
                                 ('PE: relative (RPE, default)', 'transfer'),
                                 ('SIM: multi-head self-attention (default)',
                                  'transfer')]:
@@ -291,33 +309,35 @@ def write_table(results, out):
         if row in rows:
             lines.append(f'| {row} | ' + ' | '.join(
                 fmt([m[k] for m in rows[row]]) for k in KEYS) + ' |')
-    probes = [(name, [v['probe'] for k, v in results.items()
-                      if k.startswith(prefix) and 'probe' in v])
+    probes = [(name, prefix, [v['probe'] for k, v in results.items()
+                              if k.startswith(prefix) and 'probe' in v])
               for name, prefix in [('SIGN (default)', 'stages/'),
                                    ('latent path as before',
                                     'recipe: latent')]]
-    probes = [(n, p) for n, p in probes if p]
+    probes = [p for p in probes if p[2]]
     if probes:
         lines += [
             '', '## Is the latent code informative?', '',
-            'Linear probe of `mu` on the pixel class after the `train` '
-            'stage (`tools/analysis/latent_probe.py`: logistic regression '
-            'on the feature-map pixels of half the test images, accuracy '
-            'on the other half; chance = the most frequent class), and the '
-            'KL term (`loss_kld`, α = 100 included) at the end of the '
-            '`train` stage.', '',
-            '| model | probe accuracy | chance | mean abs(mu) | final '
-            'loss_kld |', '|---|---|---|---|---|']
-        for name, ps in probes:
-            prefix = 'stages/' if name.startswith('SIGN') else \
-                'recipe: latent'
+            'After the `train` stage (`tools/analysis/latent_probe.py`): '
+            'logistic-regression probes of `mu` and of a sampled '
+            '`z = mu + ε·σ` (what G is fed) on the pixel class, fitted on '
+            'the feature-map pixels of half the test images, accuracy on '
+            'the other half (chance: the most frequent class); mean |mu| '
+            'next to mean σ; the KL term (`loss_kld`, α = 100 included) '
+            'logged at the end of the stage.', '',
+            '| model | probe on mu | probe on z | chance | mean abs(mu) | '
+            'mean σ | final loss_kld |', '|---|---|---|---|---|---|---|']
+        for name, prefix, ps in probes:
             klds = [v['kld'][max(v['kld'], key=int)] for k, v in
                     results.items() if k.startswith(prefix) and v.get('kld')]
             lines.append(
-                f'| {name} | {fmt([100 * p["probe_accuracy"] for p in ps])}'
-                f' % | {fmt([100 * p["chance"] for p in ps])} % | '
-                f'{fmt([p["mu_abs_mean"] for p in ps])} | '
-                + (f'{np.mean(klds):.3g}' if klds else '–') + ' |')
+                f'| {name} | '
+                f'{fmt([100 * p["mu_probe_accuracy"] for p in ps])} % | '
+                f'{fmt([100 * p["z_probe_accuracy"] for p in ps])} % | '
+                f'{fmt([100 * p["chance"] for p in ps])} % | '
+                f'{np.mean([p["mu_abs_mean"] for p in ps]):.2g} | '
+                f'{np.mean([p["sigma_mean"] for p in ps]):.3g} | '
+                + (f'{np.mean(klds):.2g}' if klds else '–') + ' |')
     with open(out, 'w') as f:
         f.write('\n'.join(lines) + '\n')
     print('\n'.join(lines))

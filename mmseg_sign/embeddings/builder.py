@@ -23,7 +23,9 @@ Source = Union[KeyedVectors, Mapping[str, Any], str, os.PathLike]
 
 _BUILD_HINT = ('Rebuild the table for this class list with '
                '`python tools/build_class_embeddings.py --dataset ... '
-               '(or --classes FILE) --source PATH[:FORMAT] ... --out PATH`.')
+               '(or --classes FILE) --source PATH[:FORMAT] ... --out PATH` '
+               '(or, for the published CaGNet / SIGN vectors, '
+               '`python tools/dataset_converters/cagnet_word_vectors.py`).')
 
 
 class MissingWordError(KeyError):
@@ -248,46 +250,81 @@ def _describe_name_mismatch(stored: List[str],
     return '; '.join(details)
 
 
-def load_class_embeddings(path: Union[str, os.PathLike],
-                          class_names: Optional[Sequence[str]] = None
-                          ) -> np.ndarray:
-    """Load and validate a class-embedding table.
+_ZIP_MAGIC = (b'PK\x03\x04', b'PK\x05\x06')  # a member / an empty archive
+_NPY_MAGIC = b'\x93NUMPY'
+
+
+def read_class_embeddings(path: Union[str, os.PathLike, None]
+                          ) -> Tuple[List[str], np.ndarray]:
+    """Read and validate a class-embedding table file: the one reader.
+
+    Every problem (no path, missing file, not an ``.npz``, empty or
+    truncated file, missing keys, pickled object arrays, wrong shapes,
+    NaN / inf or all-zero rows) raises ``FileNotFoundError`` or
+    ``ValueError`` with a message naming the file and how to rebuild it;
+    nothing is unpickled (``allow_pickle=False``).
 
     Args:
         path (str): ``.npz`` written by :func:`save_class_embeddings`.
-        class_names (Sequence[str], optional): The dataset's classes; when
-            given, the file must hold the same names in the same order.
 
     Returns:
-        np.ndarray: float32 ``[K, D]``.
+        tuple[list[str], np.ndarray]: The class names stored in the file
+        and the float32 ``[K, D]`` table.
     """
-    path = os.fspath(path)
-    if not osp.isfile(path):
-        raise FileNotFoundError(
-            f'Class-embedding file not found: {path!r}. {_BUILD_HINT}')
+    if path is None:
+        raise ValueError('No class-embedding file given (the path is None); '
+                         'set it to an .npz with "classes" and '
+                         f'"embeddings". {_BUILD_HINT}')
     try:
-        data = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, zipfile.BadZipFile) as err:
-        raise ValueError(f'Cannot read {path!r} as a class-embedding .npz '
+        path = os.fspath(path)
+    except TypeError:
+        raise ValueError(
+            f'The class-embedding file must be a path, got {path!r}. '
+            f'{_BUILD_HINT}') from None
+    if not osp.isfile(path):
+        what = 'is a directory, not a file' if osp.isdir(path) else \
+            'not found'
+        raise FileNotFoundError(
+            f'Class-embedding file {what}: {path!r}. {_BUILD_HINT}')
+    try:
+        with open(path, 'rb') as f:
+            head = f.read(6)
+    except OSError as err:  # e.g. no read permission
+        raise ValueError(f'Cannot read the class-embedding file {path!r} '
                          f'({err}). {_BUILD_HINT}') from None
-    if not isinstance(data, np.lib.npyio.NpzFile):
-        raise ValueError(f'{path!r} is a single array, not an .npz with '
-                         f'"classes" and "embeddings". {_BUILD_HINT}')
-    with data:
-        missing_keys = [
-            k for k in ('classes', 'embeddings') if k not in data.files
-        ]
-        if missing_keys:
-            raise ValueError(
-                f'{path!r} lacks the key(s) {missing_keys} (it holds '
-                f'{data.files}; it must hold "classes" and "embeddings"). '
-                f'{_BUILD_HINT}')
-        try:
-            stored = data['classes']
-            table = data['embeddings']
-        except ValueError as err:  # e.g. pickled object arrays
-            raise ValueError(f'Cannot read {path!r} ({err}). '
-                             f'{_BUILD_HINT}') from None
+    if head.startswith(_NPY_MAGIC):
+        raise ValueError(f'{path!r} is a single array (.npy), not an .npz '
+                         f'with "classes" and "embeddings". {_BUILD_HINT}')
+    if not head.startswith(_ZIP_MAGIC):
+        what = 'is empty' if not head else 'is not a zip archive'
+        raise ValueError(f'Cannot read {path!r} as a class-embedding .npz: '
+                         f'the file {what}. {_BUILD_HINT}')
+    try:
+        # members are read inside: a truncated archive may fail only here
+        with np.load(path, allow_pickle=False) as data:
+            files = list(data.files)
+            arrays = {
+                k: data[k]
+                for k in ('classes', 'embeddings') if k in files
+            }
+    except ValueError as err:
+        reason = str(err)
+        if 'allow_pickle' in reason:  # numpy would advise the unsafe fix
+            reason = ('it holds pickled Python objects (an object array), '
+                      'which are never loaded: they could run code')
+        raise ValueError(f'Cannot read {path!r} as a class-embedding .npz '
+                         f'({reason}). {_BUILD_HINT}') from None
+    except Exception as err:  # truncated / damaged: zip, zlib, EOF errors
+        raise ValueError(
+            f'Cannot read {path!r} as a class-embedding .npz, it is '
+            f'truncated or damaged ({type(err).__name__}: {err}). '
+            f'{_BUILD_HINT}') from None
+    missing_keys = [k for k in ('classes', 'embeddings') if k not in arrays]
+    if missing_keys:
+        raise ValueError(
+            f'{path!r} lacks the key(s) {missing_keys} (it holds {files}; '
+            f'it must hold "classes" and "embeddings"). {_BUILD_HINT}')
+    stored, table = arrays['classes'], arrays['embeddings']
 
     if stored.ndim != 1 or stored.dtype.kind != 'U':
         raise ValueError(f'{path!r}: "classes" must be a 1-D string array, '
@@ -317,6 +354,24 @@ def load_class_embeddings(path: Union[str, os.PathLike],
         raise ValueError(
             f'{path!r}: all-zero embedding in {zero_rows.size} row(s), '
             f'first at index {idx} (class {stored[idx]!r}). {_BUILD_HINT}')
+    return stored, table
+
+
+def load_class_embeddings(path: Union[str, os.PathLike],
+                          class_names: Optional[Sequence[str]] = None
+                          ) -> np.ndarray:
+    """Load and validate a class-embedding table.
+
+    Args:
+        path (str): ``.npz`` written by :func:`save_class_embeddings`
+            (read by :func:`read_class_embeddings`).
+        class_names (Sequence[str], optional): The dataset's classes; when
+            given, the file must hold the same names in the same order.
+
+    Returns:
+        np.ndarray: float32 ``[K, D]``.
+    """
+    stored, table = read_class_embeddings(path)
     if class_names is not None:
         expected = list(class_names)
         if stored != expected:
@@ -325,7 +380,7 @@ def load_class_embeddings(path: Union[str, os.PathLike],
                 count = (f'the file has {len(stored)} classes, the dataset '
                          f'{len(expected)}; ')
             raise ValueError(
-                f'{path!r} does not match the dataset classes: {count}'
-                f'{_describe_name_mismatch(stored, expected)}. '
+                f'{os.fspath(path)!r} does not match the dataset classes: '
+                f'{count}{_describe_name_mismatch(stored, expected)}. '
                 f'{_BUILD_HINT}')
     return table

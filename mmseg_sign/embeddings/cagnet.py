@@ -12,11 +12,13 @@ Pickles can run code when loaded, so :func:`load_numpy_pickle` rebuilds
 numpy arrays only.
 """
 import os
-import pickle
 import re
 from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from ..utils.safe_pickle import (RestrictedUnpickler, UnsafePickleError,
+                                 numpy_array_globals)
 
 PathLike = Union[str, os.PathLike]
 
@@ -78,57 +80,6 @@ CAGNET_DATASETS = tuple(CAGNET_LABELS)
 CAGNET_ALIASES = {'pottedplant': 'potted_plant', 'tvmonitor': 'tv'}
 
 
-class UnsafePickleError(pickle.UnpicklingError):
-    """A pickle asks for something other than a numpy array."""
-
-
-def _latin1_encode(text, encoding='latin1'):
-    """``_codecs.encode`` as protocol-2 pickles use it for bytes."""
-    if not isinstance(text, str) or encoding not in ('latin1', 'latin-1'):
-        raise pickle.UnpicklingError(
-            f'unexpected _codecs.encode({type(text).__name__}, '
-            f'{encoding!r}) in a numpy pickle')
-    return text.encode('latin1')
-
-
-def _allowed_globals() -> dict:
-    """``(module, name) -> object``: all that numpy array pickles use."""
-    try:
-        from numpy._core import multiarray, numeric  # numpy >= 2
-    except ImportError:
-        from numpy.core import multiarray, numeric  # numpy 1.x
-    allowed = {
-        ('numpy', 'ndarray'): np.ndarray,
-        ('numpy', 'dtype'): np.dtype,
-        ('_codecs', 'encode'): _latin1_encode,  # protocol <= 2
-    }
-    # Pickles name numpy's core module as written by numpy 1.x or 2.x.
-    for core in ('numpy.core', 'numpy._core'):
-        allowed[(f'{core}.multiarray', '_reconstruct')] = \
-            multiarray._reconstruct
-        allowed[(f'{core}.numeric', '_frombuffer')] = \
-            numeric._frombuffer  # protocol 5
-    return allowed
-
-
-class _NumpyUnpickler(pickle.Unpickler):
-    """Unpickler that only rebuilds numpy arrays."""
-
-    def __init__(self, file, path: str):
-        # latin1 reads Python 2 pickles of numpy arrays.
-        super().__init__(file, encoding='latin1')
-        self._path = path
-        self._allowed = _allowed_globals()
-
-    def find_class(self, module, name):
-        try:
-            return self._allowed[(module, name)]
-        except KeyError:
-            raise UnsafePickleError(
-                f'refusing to load {module}.{name} from {self._path}: only '
-                'numpy arrays are allowed') from None
-
-
 def load_numpy_pickle(path: PathLike) -> np.ndarray:
     """Load a pickled 2-D float numpy array ``[rows, dim]``, safely.
 
@@ -138,7 +89,9 @@ def load_numpy_pickle(path: PathLike) -> np.ndarray:
     path = os.fspath(path)
     with open(path, 'rb') as f:
         try:
-            array = _NumpyUnpickler(f, path).load()
+            array = RestrictedUnpickler(
+                f, path, numpy_array_globals(),
+                'only numpy arrays are allowed').load()
         except UnsafePickleError:
             raise
         except Exception as err:

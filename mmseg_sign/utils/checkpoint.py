@@ -8,16 +8,37 @@ would run arbitrary pickled code from any checkpoint), we allow exactly the
 classes such checkpoints hold.
 
 mmengine's ``HistoryBuffer`` pickles its statistics methods through
-``getattr`` (protocol 2), which a safe unpickler must never allow (it opens
-the way to arbitrary calls). :func:`register_checkpoint_safe_globals` also
-registers a ``copyreg`` reducer that saves a buffer as its constructor
-arguments (numpy arrays), so checkpoints written after ``import mmseg_sign``
-need nothing but allow-listed classes.
+``getattr`` (protocol 2), which a safe unpickler must never allow as such
+(it opens the way to arbitrary calls).
+:func:`register_checkpoint_safe_globals` also registers a ``copyreg``
+reducer that saves a buffer as its constructor arguments (numpy arrays), so
+checkpoints written after ``import mmseg_sign`` need nothing but
+allow-listed classes. Checkpoints written *without*
+``mmseg_sign`` imported (plain mmengine, or older mmseg_sign) still hold
+``getattr(HistoryBuffer, 'min')`` and the like: ``builtins.getattr`` is
+allow-listed as :func:`_history_buffer_method`, which returns those four
+statistics methods of ``HistoryBuffer`` and refuses every other call.
+
+mmengine reads local checkpoints (``tools/test.py``, ``--resume``,
+``load_from``, ``init_model``) with :func:`load_from_local`, registered in
+place of mmengine's: it asks for ``weights_only=True`` explicitly (torch >=
+2.4) and replaces torch's error, which suggests ``weights_only=False``,
+with one that names the file and the safe fix.
 """
 import copyreg
+import os.path as osp
+import pickle
+import re
 
 import numpy as np
 import torch
+
+# The statistics methods HistoryBuffer.__getstate__ puts in every pickle.
+_HISTORY_BUFFER_METHODS = ('min', 'max', 'current', 'mean')
+
+
+class UnsafeCheckpointError(pickle.UnpicklingError):
+    """A checkpoint holds something outside the safe allow-list."""
 
 
 def checkpoint_safe_globals() -> list:
@@ -43,6 +64,21 @@ def checkpoint_safe_globals() -> list:
     return globals_
 
 
+def _history_buffer_method(owner, name):
+    """``getattr`` as mmengine checkpoints use it, and nothing more.
+
+    ``HistoryBuffer`` pickles (without the reducer below) hold
+    ``getattr(HistoryBuffer, 'min')`` for its statistics methods; any other
+    ``getattr`` in a checkpoint is refused.
+    """
+    from mmengine.logging import HistoryBuffer
+    if owner is HistoryBuffer and name in _HISTORY_BUFFER_METHODS:
+        return getattr(HistoryBuffer, name)
+    raise UnsafeCheckpointError(
+        f'refusing getattr({owner!r}, {name!r}) in a checkpoint: only '
+        f'HistoryBuffer.{"/".join(_HISTORY_BUFFER_METHODS)} are allowed')
+
+
 def _reduce_history_buffer(buffer):
     return type(buffer), (buffer._log_history, buffer._count_history,
                           buffer.max_length)
@@ -57,3 +93,75 @@ def register_checkpoint_safe_globals() -> None:
     add_safe_globals = getattr(torch.serialization, 'add_safe_globals', None)
     if add_safe_globals is not None:
         add_safe_globals(checkpoint_safe_globals())
+        if _supports_named_safe_globals():
+            add_safe_globals([(_history_buffer_method, 'builtins.getattr')])
+    _register_safe_local_loader()
+
+
+def _supports_named_safe_globals() -> bool:
+    """Whether torch takes ``(object, 'module.name')`` safe globals (newer
+    torch; older ones fail on them at load time, so probe first)."""
+    probe = (_history_buffer_method, 'mmseg_sign.probe')
+    try:
+        from torch import _weights_only_unpickler
+        with torch.serialization.safe_globals([probe]):
+            found = _weights_only_unpickler._get_user_allowed_globals()
+        return found.get('mmseg_sign.probe') is _history_buffer_method
+    except Exception:  # pragma: no cover
+        return False
+
+
+def _safe_reason(message: str) -> str:
+    """torch's reason for refusing a pickle, without its advice to load with
+    ``weights_only=False`` or to allow-list the global."""
+    reasons = []
+    for line in message.splitlines():
+        line = re.sub(r'.*WeightsUnpickler error:', '', line)
+        line = re.split(r'\s*Please (?:use|file)\b', line)[0].strip()
+        if line and not re.search(
+                r'weights_only|Weights only|Check the documentation|'
+                r'safe_globals|trust', line):
+            reasons.append(line.rstrip('.'))
+    return '; '.join(reasons) or 'a global outside the allow-list'
+
+
+def load_from_local(filename, map_location):
+    """mmengine's local checkpoint loader, always safe.
+
+    Loads with ``torch.load(weights_only=True)`` (given explicitly where
+    torch has ``add_safe_globals``, i.e. >= 2.4) and turns torch's refusal
+    into :class:`UnsafeCheckpointError` naming the file, what was refused
+    and the safe fix, instead of torch's advice to pass
+    ``weights_only=False``.
+    """
+    filename = osp.expanduser(filename)
+    if not osp.isfile(filename):
+        raise FileNotFoundError(f'{filename} can not be found.')
+    kwargs = {}
+    if hasattr(torch.serialization, 'add_safe_globals'):
+        kwargs['weights_only'] = True
+    try:
+        return torch.load(filename, map_location=map_location, **kwargs)
+    except pickle.UnpicklingError as err:
+        if 'Weights only' not in str(err) and \
+                'weights_only' not in str(err):
+            raise  # not torch's refusal
+        raise UnsafeCheckpointError(
+            f'Cannot load the checkpoint {filename} safely: '
+            f'{_safe_reason(str(err))}. Checkpoints are loaded with '
+            'torch.load(weights_only=True), which allows tensors, numbers, '
+            'strings, containers and what mmengine / mmseg_sign '
+            'checkpoints hold (numpy arrays, HistoryBuffer, ConfigDict); '
+            'this file holds something else, so it was not written by '
+            'mmengine / mmseg_sign or was modified. Do not allow-list that '
+            'global. If you trust the file, re-save only its weights from '
+            'the code that wrote it, e.g. torch.save({"state_dict": '
+            'model.state_dict()}, PATH), and load that.') from None
+
+
+def _register_safe_local_loader() -> None:
+    """Put :func:`load_from_local` in mmengine's ``CheckpointLoader`` for
+    local paths (its log line names the backend from the function name)."""
+    from mmengine.runner.checkpoint import CheckpointLoader
+    CheckpointLoader.register_scheme(
+        prefixes='', loader=load_from_local, force=True)

@@ -1,13 +1,17 @@
-"""Does the SIM's latent code carry information? A linear probe of ``mu``.
+"""Does the SIM's latent code carry information? Linear probes of ``mu``
+and of the sampled ``z``.
 
     python tools/analysis/latent_probe.py CONFIG CHECKPOINT [--max-images N]
 
-Runs the model in eval mode (``z = mu``) on the test set, takes ``mu`` at
-every labelled pixel of the feature map (labels resized with nearest), fits
-a multinomial logistic regression on the pixels of the first half of the
-images and reports its accuracy on the second half next to chance (the
-most frequent class of that half). ``mu`` that collapsed to the prior
-(N(0, I), no information) gives chance accuracy.
+Runs the model in eval mode on the test set and takes, at every labelled
+pixel of the feature map (labels resized with nearest), ``mu`` and a
+training-mode sample ``z = mu + ε·exp(logvar / 2)`` (what G is fed). For
+each, a multinomial logistic regression is fitted on the pixels of the
+first half of the images; the accuracy on the second half is printed next
+to chance (the most frequent class of that half), with the signal-to-noise
+ratio ``mean |mu| / mean σ``. ``mu`` can be linearly informative however
+small it is (the probe standardises its input); ``z`` is informative only
+if ``mu`` stands out of the noise σ.
 """
 import argparse
 import json
@@ -23,18 +27,21 @@ from mmseg.registry import DATASETS
 
 
 def latent_pixels(model, dataset, max_images):
-    """``[(mu [n, L], labels [n]) per image]`` at feature resolution."""
+    """``[(mu [n, L], z [n, L], sigma [n, L], labels [n]) per image]`` at
+    feature resolution."""
     out = []
+    g = torch.Generator().manual_seed(0)
     for i in range(min(len(dataset), max_images)):
         data = model.data_preprocessor(pseudo_collate([dataset[i]]), False)
         with torch.no_grad():
-            _, mu, _, _ = model.extract_feat(data['inputs'])[:4]
+            _, mu, logvar, _ = model.extract_feat(data['inputs'])[:4]
         seg = data['data_samples'][0].gt_sem_seg.data[None].float()
         labels = F.interpolate(seg, size=mu.shape[2:],
                                mode='nearest')[0, 0].long().flatten()
-        mu = mu[0].flatten(1).T
+        mu, sigma = mu[0].flatten(1).T, torch.exp(0.5 * logvar[0]).flatten(1).T
+        z = mu + sigma * torch.randn(mu.shape, generator=g)
         keep = labels != 255
-        out.append((mu[keep], labels[keep]))
+        out.append((mu[keep], z[keep], sigma[keep], labels[keep]))
     return out
 
 
@@ -71,15 +78,21 @@ def main():
     dataset = DATASETS.build(cfg.test_dataloader.dataset)
     pixels = latent_pixels(model, dataset, args.max_images)
     half = len(pixels) // 2
-    train_x, train_y = (torch.cat(t) for t in zip(*pixels[:half]))
-    test_x, test_y = (torch.cat(t) for t in zip(*pixels[half:]))
+    mu, z, sigma, labels = (torch.cat(t) for t in zip(*pixels))
+    n_train = sum(len(p[3]) for p in pixels[:half])
     num_classes = len(dataset.metainfo['classes'])
-    acc = linear_probe(train_x, train_y, test_x, test_y, num_classes)
-    chance = torch.bincount(test_y, minlength=num_classes).max().item() / \
-        len(test_y)
-    print(json.dumps(dict(probe_accuracy=acc, chance=chance,
-                          mu_abs_mean=train_x.abs().mean().item(),
-                          pixels=len(train_y) + len(test_y))))
+    test_y = labels[n_train:]
+    result = dict(
+        chance=torch.bincount(test_y, minlength=num_classes).max().item() /
+        len(test_y),
+        mu_abs_mean=mu.abs().mean().item(),
+        sigma_mean=sigma.mean().item(),
+        pixels=len(labels))
+    for name, x in (('mu', mu), ('z', z)):
+        result[f'{name}_probe_accuracy'] = linear_probe(
+            x[:n_train], labels[:n_train], x[n_train:], test_y, num_classes)
+    result['snr'] = result['mu_abs_mean'] / result['sigma_mean']
+    print(json.dumps(result))
 
 
 if __name__ == '__main__':

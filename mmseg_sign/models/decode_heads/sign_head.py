@@ -12,7 +12,7 @@ from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from mmseg.registry import MODELS
 from mmseg.utils import SampleList
 from ...datasets.zero_shot import resolve_split
-from ...embeddings import load_class_embeddings
+from ...embeddings import read_class_embeddings
 from mmseg.models.utils import resize
 from ..losses import (adversarial_loss, gaussian_mmd, kl_divergence,
                       masked_mean)
@@ -180,16 +180,17 @@ class SIGNHead(BaseDecodeHead):
         self.calibration = calibration
 
     def _load_table(self, path: str) -> Tuple[List[str], np.ndarray]:
-        data = np.load(path)
-        names = [str(n) for n in data['classes']] if 'classes' in data \
-            else None
-        if names is None or len(names) != self.num_classes:
+        # the project's one validated reader: a missing, empty, truncated
+        # or non-npz file (or None) gets a message naming it and the fix
+        names, table = read_class_embeddings(path)
+        if len(names) != self.num_classes:
             raise ValueError(
-                f'{path}: the class-embedding table has '
-                f'{None if names is None else len(names)} classes but the '
-                f'head has num_classes={self.num_classes}; rebuild it for '
-                'this dataset with tools/build_class_embeddings.py.')
-        return names, load_class_embeddings(path, names)
+                f'{path}: the class-embedding table has {len(names)} '
+                f'classes but the head has num_classes={self.num_classes}; '
+                'rebuild it for this dataset with '
+                'tools/build_class_embeddings.py (or '
+                'tools/dataset_converters/cagnet_word_vectors.py).')
+        return names, table
 
     # ---------------------------------------------------------------- split
     def set_class_split(self, unseen: Sequence[Union[str, int]],
@@ -237,9 +238,23 @@ class SIGNHead(BaseDecodeHead):
                 logits.dtype)[None, :, None, None]
         return self.predict_by_feat(logits, batch_img_metas)
 
+    @staticmethod
+    def _pointwise(conv: nn.Conv2d, x: Tensor) -> Tensor:
+        """A 1×1 conv applied to pixel features ``[N, C_in]`` as a matrix
+        product (a conv over N 1×1 "images" makes cuDNN pick algorithms
+        with a huge workspace)."""
+        return F.linear(x, conv.weight.flatten(1), conv.bias)
+
+    def _trunk_pixels(self, feats: Tensor) -> Tensor:
+        """Trunk and dropout on pixel features ``[N, channels]``."""
+        if self.classifier == 'shared_trunk':
+            feats = torch.relu(self._pointwise(self.trunk[0], feats))
+        return feats if self.dropout is None else self.dropout(feats)
+
     def classify(self, feats: Tensor) -> Tensor:
-        """C on pixel features ``[N, channels]`` → logits ``[N, K]``."""
-        return self.cls_seg(feats[:, :, None, None])[:, :, 0, 0]
+        """C on pixel features ``[N, channels]`` → logits ``[N, K]``
+        (the same function as :meth:`cls_seg` on a feature map)."""
+        return self._pointwise(self.conv_seg, self._trunk_pixels(feats))
 
     def generate(self, labels: Tensor, z: Tensor) -> Tensor:
         """``G(M(y) ⊕ z)`` for labels ``[N]`` and latents ``[N, L]`` →
@@ -250,10 +265,8 @@ class SIGNHead(BaseDecodeHead):
         """D's real/fake logits ``[N]`` for features ``[N, channels]``."""
         if self.classifier == 'linear':
             return self.discriminator(feats).squeeze(1)
-        feats = self.trunk(feats[:, :, None, None])
-        if self.dropout is not None:
-            feats = self.dropout(feats)
-        return self.discriminator(feats)[:, 0, 0, 0]
+        return self._pointwise(self.discriminator,
+                               self._trunk_pixels(feats)).squeeze(1)
 
     # ---------------------------------------------------------------- utils
     def _labels_at(self, data_samples: SampleList, size) -> Tensor:
@@ -436,11 +449,11 @@ class SIGNHead(BaseDecodeHead):
             st_confidence=confs.mean() if confs.numel() else zero)
         return torch.stack(targets), torch.stack(weights), stats
 
-    def loss_self_train(self, inputs, targets: Tensor,
-                        weights: Tensor) -> Dict[str, Tensor]:
+    def loss_self_train(self, inputs, targets: Tensor, weights: Tensor,
+                        synth_weight: float = 1.0) -> Dict[str, Tensor]:
         """Weighted cross-entropy of C on real features against seen labels
-        and pseudo labels (``Σ w·ce / Σ w``), plus ``loss_ce_synth`` so that
-        the unseen classes stay calibrated."""
+        and pseudo labels (``Σ w·ce / Σ w``), plus ``synth_weight`` ×
+        ``loss_ce_synth`` (0 leaves it out)."""
         feats = inputs[0]
         logits = F.interpolate(
             self.cls_seg(feats), size=targets.shape[-2:], mode='bilinear',
@@ -449,9 +462,12 @@ class SIGNHead(BaseDecodeHead):
             logits, targets, ignore_index=self.ignore_index,
             reduction='none')
         loss = (weights * ce).sum() / weights.sum().clamp(min=1e-6)
-        num = feats.shape[0] * feats.shape[2] * feats.shape[3]
-        return dict(
-            loss_ce_st=loss, loss_ce_synth=self.loss_synthetic(num, feats))
+        losses = dict(loss_ce_st=loss)
+        if synth_weight:
+            num = feats.shape[0] * feats.shape[2] * feats.shape[3]
+            losses['loss_ce_synth'] = self.loss_synthetic(num, feats,
+                                                          synth_weight)
+        return losses
 
     def loss(self, inputs, batch_data_samples: SampleList,
              train_cfg) -> Dict[str, Tensor]:

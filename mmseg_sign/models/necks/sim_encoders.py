@@ -97,8 +97,16 @@ class SelfAttentionEncoder(nn.Module):
         h = self.in_proj(x)
         b, c, height, width = h.shape
         q, k, v = self.attention_inputs(self.norm1(h))
+        # CUDA's fused kernels need a head size divisible by 8 (600 / 8 =
+        # 75 is not): zero-padding q, k, v leaves q·kᵀ and the first
+        # columns of the output unchanged, and keeps SDPA off the math
+        # kernel, which builds the (HW)×(HW) matrix
+        head_dim, pad = q.shape[-1], -q.shape[-1] % 8
+        if pad:
+            q, k, v = (F.pad(t, (0, pad)) for t in (q, k, v))
         attn = F.scaled_dot_product_attention(
-            q, k, v, dropout_p=self.dropout if self.training else 0.0)
+            q, k, v, dropout_p=self.dropout if self.training else 0.0,
+            scale=head_dim**-0.5)[..., :head_dim]
         attn = attn.transpose(-1, -2).reshape(b, c, height, width)
         h = h + self.out_proj(attn)
         return h + self.ffn(self.norm2(h))

@@ -19,7 +19,9 @@ STAGE_OPTIONS: Dict[str, dict] = dict(
     # section 3.4: 'AST' (eq. 16), 'ST' (ZS3: top_p % per class among
     # pixels predicted unseen), 'ST_topk' (CaGNet: best unseen class in the
     # top_k classes)
-    self_train=dict(mode='AST', temperature=2.0, top_p=75.0, top_k=10),
+    # top_k classes); synth_weight: C on synthetic features (eq. 8) too
+    self_train=dict(mode='AST', temperature=2.0, top_p=75.0, top_k=10,
+                    synth_weight=1.0),
 )
 TRANSFER_MODES = ('alternate', 'classifier')
 
@@ -63,6 +65,9 @@ def stage_options(index: int, stage: dict) -> dict:
         if not 0 < out['top_p'] <= 100:
             raise ValueError(f'{where}: top_p is a percentage in (0, 100], '
                              f'got {out["top_p"]}.')
+        if out['synth_weight'] < 0:
+            raise ValueError(f'{where}: synth_weight must be >= 0, got '
+                             f'{out["synth_weight"]}.')
         if not isinstance(out['top_k'], int) or out['top_k'] < 1:
             raise ValueError(f'{where}: top_k must be a positive integer, '
                              f'got {out["top_k"]!r}.')

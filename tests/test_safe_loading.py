@@ -1,0 +1,395 @@
+"""Safe loading everywhere (issue 10, item 4).
+
+- gensim ``.kv`` / ``.model`` / ``.wv`` files are read through an allow-list
+  (``load_keyedvectors``), never unpickled blindly: hostile files are
+  refused naming the file and the global, before anything runs; real gensim
+  files load exactly as gensim loads them.
+- unreadable class-embedding tables get the project's message naming the
+  file and the fix, from the loader and from ``SIGNHead``.
+- checkpoints written without ``mmseg_sign`` imported load safely through
+  mmengine; refused checkpoints never suggest ``weights_only=False``.
+"""
+import argparse
+import os
+import os.path as osp
+import pickle
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from gensim.models import FastText, KeyedVectors, Word2Vec
+from mmengine.logging import HistoryBuffer
+
+from mmseg.registry import MODELS
+from mmseg_sign.embeddings import (UnsafePickleError, build_class_embeddings,
+                                   load_class_embeddings, load_keyedvectors,
+                                   load_word_vectors, read_class_embeddings,
+                                   save_class_embeddings)
+from mmseg_sign.utils.checkpoint import UnsafeCheckpointError
+
+REPO = Path(__file__).resolve().parents[1]
+SYSTEM = f'{os.system.__module__}.system'  # posix.system on Linux
+CONVERT_HINT = "save_word2vec_format('vectors.bin', binary=True)"
+TABLE_TOOLS = ('tools/build_class_embeddings.py',
+               'tools/dataset_converters/cagnet_word_vectors.py')
+
+
+class RunsCommand:
+    """Unpickling it runs ``command`` (the payload of a hostile file)."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command, )
+
+
+class CallsKeyedVectors:
+    """Unpickling it calls ``KeyedVectors(5, 3)`` (a gensim constructor with
+    arguments from the file)."""
+
+    def __reduce__(self):
+        return KeyedVectors, (5, 3)
+
+
+def small_kv(words=('cat', 'sky', 'wall'), dim=4, seed=0):
+    kv = KeyedVectors(vector_size=dim)
+    rng = np.random.default_rng(seed)
+    kv.add_vectors(list(words), rng.standard_normal(
+        (len(words), dim)).astype(np.float32))
+    return kv
+
+
+# ------------------------------------------------------ hostile gensim files
+@pytest.mark.parametrize('protocol', [2, 4])
+@pytest.mark.parametrize('ext', ['.kv', '.model', '.wv'])
+@pytest.mark.parametrize('where', ['top', 'inside_keyedvectors'])
+def test_hostile_keyedvectors_file_is_refused(tmp_path, protocol, ext,
+                                              where):
+    sentinel = tmp_path / 'SENTINEL'
+    payload = RunsCommand(f'touch {sentinel}')
+    if where == 'inside_keyedvectors':  # a real KV with a poisoned attribute
+        obj = small_kv()
+        obj.note = payload
+    else:
+        obj = payload
+    path = tmp_path / f'evil{ext}'
+    path.write_bytes(pickle.dumps(obj, protocol=protocol))
+
+    for load in (lambda: load_word_vectors(path, show_progress=False),
+                 lambda: build_class_embeddings(['cat'], [str(path)],
+                                                show_progress=False)):
+        with pytest.raises(UnsafePickleError) as info:
+            load()
+        message = str(info.value)
+        assert message.startswith(f'refusing to load {SYSTEM} from {path}:')
+        assert CONVERT_HINT in message
+        assert not sentinel.exists()
+
+
+def test_gensim_class_called_with_arguments_is_refused(tmp_path):
+    path = tmp_path / 'ctor.kv'
+    path.write_bytes(pickle.dumps(CallsKeyedVectors(), protocol=4))
+    refused = 'gensim.models.keyedvectors.KeyedVectors'
+    with pytest.raises(UnsafePickleError,
+                       match=f'refusing to call {re.escape(refused)} with '
+                       f'arguments from {re.escape(str(path))}'):
+        load_keyedvectors(path)
+
+
+@pytest.mark.parametrize('content,message', [
+    (b'', 'EOFError'),
+    (pickle.dumps(small_kv(), protocol=4)[:120], 'truncated'),
+    (pickle.dumps({'cat': np.ones(4)}), 'holds a dict, not a gensim'),
+    (b'cat 1 2 3\n', 'cannot read'),
+])
+def test_malformed_keyedvectors_file_is_a_clear_error(tmp_path, content,
+                                                      message):
+    path = tmp_path / 'vectors.kv'
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message) as info:
+        load_word_vectors(path, show_progress=False)
+    assert str(path) in str(info.value)
+
+
+def test_separate_arrays_are_read_without_pickle(tmp_path):
+    """``save(sep_limit=0)`` keeps arrays in ``.npy`` files next to the
+    ``.kv``: they are read with ``allow_pickle=False``."""
+    path = str(tmp_path / 'sep.kv')
+    small_kv().save(path, sep_limit=0)
+    npy = path + '.vectors.npy'
+    assert osp.isfile(npy)
+    sentinel = tmp_path / 'SENTINEL'
+    np.save(npy, np.array([RunsCommand(f'touch {sentinel}')], dtype=object),
+            allow_pickle=True)
+    with pytest.raises(ValueError, match=re.escape(npy)):
+        load_keyedvectors(path)
+    assert not sentinel.exists()
+    os.remove(npy)
+    with pytest.raises(FileNotFoundError, match=re.escape(npy)):
+        load_keyedvectors(path)
+
+
+def test_tool_refuses_hostile_kv_cleanly(tmp_path):
+    sentinel = tmp_path / 'SENTINEL'
+    evil = tmp_path / 'evil.kv'
+    evil.write_bytes(pickle.dumps(RunsCommand(f'touch {sentinel}')))
+    out = tmp_path / 'out.npz'
+    proc = subprocess.run(
+        [sys.executable, str(REPO / 'tools' / 'build_class_embeddings.py'),
+         '--dataset', 'voc', '--source', str(evil), '--out', str(out)],
+        capture_output=True, text=True, cwd=str(REPO))
+    assert proc.returncode == 1, proc.stderr
+    assert f'error: refusing to load {SYSTEM} from {evil}:' in proc.stderr
+    assert CONVERT_HINT in proc.stderr
+    assert 'Traceback' not in proc.stderr
+    assert not sentinel.exists() and not out.exists()
+
+
+# -------------------------------------------------- real gensim files load
+SENTENCES = [['cat', 'sky', 'wall', 'tree'], ['sky', 'tree', 'road']] * 10
+
+
+def _save(kind, path):
+    """Write a real gensim file; return gensim's own (trusted) loader."""
+    if kind == 'kv':
+        small_kv().save(path)
+    elif kind == 'kv_protocol2':
+        small_kv().save(path, pickle_protocol=2)
+    elif kind == 'kv_protocol0':
+        small_kv().save(path, pickle_protocol=0)
+    elif kind == 'kv_separate_arrays':
+        small_kv().save(path, sep_limit=0)
+    elif kind == 'kv_gz':
+        small_kv().save(path, sep_limit=0)  # arrays in a .npz next to it
+    elif kind in ('fasttext_kv', 'fasttext_model'):
+        model = FastText(SENTENCES, vector_size=4, min_count=1, workers=1,
+                         bucket=50, seed=0)
+        (model.wv if kind == 'fasttext_kv' else model).save(path)
+        if kind == 'fasttext_model':
+            return lambda p: FastText.load(p).wv
+    elif kind == 'word2vec_model':
+        Word2Vec(SENTENCES, vector_size=4, min_count=1, workers=1,
+                 seed=0).save(path)
+        return lambda p: Word2Vec.load(p).wv
+    return KeyedVectors.load
+
+
+@pytest.mark.parametrize('kind,name', [
+    ('kv', 'vectors.kv'),
+    ('kv_protocol2', 'vectors.kv'),
+    ('kv_protocol0', 'vectors.kv'),
+    ('kv_separate_arrays', 'vectors.kv'),
+    ('kv_gz', 'vectors.kv.gz'),
+    ('fasttext_kv', 'vectors.kv'),
+    ('fasttext_model', 'vectors.model'),
+    ('word2vec_model', 'vectors.model'),
+])
+def test_real_gensim_files_load_like_gensim(tmp_path, kind, name):
+    path = str(tmp_path / name)
+    gensim_load = _save(kind, path)
+    expected = gensim_load(path)  # trusted: we wrote it
+    vectors = load_word_vectors(path, show_progress=False)
+    assert type(vectors) is type(expected)
+    assert vectors.index_to_key == expected.index_to_key
+    assert vectors.key_to_index == expected.key_to_index
+    np.testing.assert_array_equal(vectors.vectors, expected.vectors)
+    for word in expected.index_to_key:
+        np.testing.assert_array_equal(vectors[word], expected[word])
+    if 'fasttext' in kind:  # subword vectors of an unknown word
+        np.testing.assert_array_equal(vectors.vectors_ngrams,
+                                      expected.vectors_ngrams)
+        np.testing.assert_array_equal(vectors['skies'], expected['skies'])
+
+
+def test_mmap_of_separate_arrays(tmp_path):
+    path = str(tmp_path / 'vectors.kv')
+    small_kv().save(path, sep_limit=0)
+    vectors = load_word_vectors(path, mmap='r', show_progress=False)
+    assert isinstance(vectors.vectors, np.memmap)
+    np.testing.assert_array_equal(vectors.vectors, small_kv().vectors)
+
+
+# ------------------------------------------------ unreadable embedding tables
+def _write_bad_table(tmp_path, case):
+    """``(path, text the message must quote)`` for one unreadable table."""
+    path = tmp_path / 'emb.npz'
+    if case == 'none':
+        return None, 'None'
+    if case == 'missing':
+        return str(tmp_path / 'absent.npz'), str(tmp_path / 'absent.npz')
+    if case == 'directory':
+        path.mkdir()
+    elif case == 'empty':
+        path.write_bytes(b'')
+    elif case == 'text':
+        path.write_text('cat 0.1 0.2\nsky 0.3 0.4\n')
+    elif case == 'npy':
+        np.save(str(tmp_path / 'emb.npy'), np.ones((2, 3)))
+        os.replace(tmp_path / 'emb.npy', path)
+    elif case == 'pickle':
+        path.write_bytes(pickle.dumps({'classes': ['a'],
+                                       'embeddings': np.ones((1, 3))}))
+    elif case in ('truncated', 'damaged'):
+        save_class_embeddings(str(path), ['a', 'b', 'c'],
+                              np.eye(3, 4, dtype=np.float32))
+        data = bytearray(path.read_bytes())
+        if case == 'truncated':
+            data = data[:len(data) // 2]
+        else:  # a damaged header of the first member
+            data[40:60] = b'\xff' * 20
+        path.write_bytes(bytes(data))
+    elif case == 'object_array':
+        np.savez(str(path), classes=np.array(['a', 'b'], dtype=object),
+                 embeddings=np.ones((2, 3)))
+    elif case == 'no_keys':
+        np.savez(str(path), vectors=np.ones((2, 3)))
+    return str(path), str(path)
+
+
+BAD_TABLES = ['none', 'missing', 'directory', 'empty', 'text', 'npy',
+              'pickle', 'truncated', 'damaged', 'object_array', 'no_keys']
+
+
+def _assert_project_message(err, quoted):
+    message = str(err)
+    assert isinstance(err, (ValueError, FileNotFoundError)), repr(err)
+    assert quoted in message, message
+    for tool in TABLE_TOOLS:
+        assert tool in message, message
+    # not numpy's raw (and misleading) words
+    assert 'allow_pickle' not in message, message
+
+
+@pytest.mark.parametrize('case', BAD_TABLES)
+def test_unreadable_table_names_file_and_fix(tmp_path, case):
+    path, quoted = _write_bad_table(tmp_path, case)
+    for load in (read_class_embeddings, load_class_embeddings):
+        with pytest.raises((ValueError, FileNotFoundError)) as info:
+            load(path)
+        _assert_project_message(info.value, quoted)
+    if case in ('missing', 'directory'):
+        assert isinstance(info.value, FileNotFoundError)
+
+
+@pytest.mark.parametrize('case', BAD_TABLES)
+def test_sign_head_reports_unreadable_table(tmp_path, case):
+    path, quoted = _write_bad_table(tmp_path, case)
+    with pytest.raises((ValueError, FileNotFoundError)) as info:
+        MODELS.build(
+            dict(type='SIGNHead', in_channels=8, channels=8, num_classes=3,
+                 class_embeddings=path, latent_channels=4,
+                 generator_hidden=(16, ), generator_dropout=0.1,
+                 discriminator_hidden=(16, ), trunk_channels=16))
+    _assert_project_message(info.value, quoted)
+
+
+def test_sign_head_reads_a_good_table(embedding_table):
+    path, names = embedding_table
+    head = MODELS.build(
+        dict(type='SIGNHead', in_channels=8, channels=8, num_classes=5,
+             class_embeddings=path, latent_channels=4,
+             generator_hidden=(16, ), generator_dropout=0.1,
+             discriminator_hidden=(16, ), trunk_channels=16))
+    assert head.class_names == tuple(names)
+    np.testing.assert_array_equal(head.class_embedding.numpy(),
+                                  load_class_embeddings(path, names))
+
+
+# -------------------------------------------------------------- checkpoints
+WRITE_WITHOUT_MMSEG_SIGN = r'''
+import sys
+import torch
+from mmengine.logging import MessageHub
+from mmengine.runner.checkpoint import save_checkpoint
+assert 'mmseg_sign' not in sys.modules
+hub = MessageHub.get_instance('plain')
+for value in (4.0, 2.0, 3.0):
+    hub.update_scalar('train/loss', value)
+hub.update_info('iter', 3)
+model = torch.nn.Linear(3, 2)
+torch.manual_seed(0)
+torch.nn.init.normal_(model.weight)
+save_checkpoint(dict(meta=dict(iter=3), state_dict=model.state_dict(),
+                     message_hub=hub.state_dict()), sys.argv[1])
+torch.save(model.state_dict(), sys.argv[2])
+assert 'mmseg_sign' not in sys.modules
+'''
+
+
+def test_checkpoint_written_without_mmseg_sign_loads_safely(tmp_path):
+    """mmengine's ``HistoryBuffer`` pickles ``getattr(HistoryBuffer, 'min')``
+    when ``mmseg_sign`` (and its reducer) is not imported; such checkpoints
+    load with ``weights_only=True`` through every mmengine path."""
+    from mmengine.logging import MessageHub
+    from mmengine.runner import load_checkpoint
+    from mmengine.runner.checkpoint import (CheckpointLoader,
+                                            _load_checkpoint)
+    from mmseg_sign.utils.checkpoint import load_from_local
+
+    ckpt, weights = tmp_path / 'plain.pth', tmp_path / 'weights.pth'
+    subprocess.run([sys.executable, '-c', WRITE_WITHOUT_MMSEG_SIGN,
+                    str(ckpt), str(weights)], check=True, cwd=str(tmp_path))
+    with zipfile.ZipFile(ckpt) as archive:
+        data_pkl = next(n for n in archive.namelist()
+                        if n.endswith('data.pkl'))
+        assert b'getattr' in archive.read(data_pkl)  # the case under test
+
+    # the local loader of tools/test.py, --resume, load_from, init_model
+    assert CheckpointLoader._get_checkpoint_loader(str(ckpt)) \
+        is load_from_local
+    for load in (_load_checkpoint, lambda p: torch.load(p,
+                                                        weights_only=True)):
+        loaded = load(str(ckpt))
+        buffer = loaded['message_hub']['log_scalars']['train/loss']
+        assert isinstance(buffer, HistoryBuffer)
+        assert buffer.current() == 3.0 and buffer.mean() == 3.0
+        assert buffer.min() == 2.0 and buffer.max() == 4.0
+    hub = MessageHub.get_instance('resumed_plain_checkpoint')
+    hub.load_state_dict(loaded['message_hub'])
+    assert hub.get_info('iter') == 3
+    assert hub.get_scalar('train/loss').mean() == 3.0
+
+    model = torch.nn.Linear(3, 2)
+    load_checkpoint(model, str(ckpt), strict=True)  # as init_model does
+    expected = torch.load(str(weights), weights_only=True)
+    torch.testing.assert_close(model.weight, expected['weight'])
+
+
+class GetsAttribute:
+    """``getattr(HistoryBuffer, 'update')``: not a statistics method."""
+
+    def __reduce__(self):
+        return getattr, (HistoryBuffer, 'update')
+
+
+@pytest.mark.parametrize('payload,refused', [
+    ('system', f'{SYSTEM}'),
+    ('namespace', 'argparse.Namespace'),
+    ('getattr', "'update'"),
+])
+def test_refused_checkpoint_never_suggests_unsafe_loading(
+        tmp_path, payload, refused):
+    from mmengine.runner.checkpoint import _load_checkpoint
+    sentinel = tmp_path / 'SENTINEL'
+    obj = dict(system=RunsCommand(f'touch {sentinel}'),
+               namespace=argparse.Namespace(lr=0.1),
+               getattr=GetsAttribute())[payload]
+    path = tmp_path / 'evil.pth'
+    torch.save(dict(state_dict={'w': torch.ones(2)}, extra=obj), str(path))
+    with pytest.raises(UnsafeCheckpointError) as info:
+        _load_checkpoint(str(path))
+    assert isinstance(info.value, pickle.UnpicklingError)
+    message = str(info.value)
+    assert message.startswith(f'Cannot load the checkpoint {path} safely')
+    assert refused in message, message
+    assert 'weights_only=False' not in message
+    assert 'add_safe_globals' not in message
+    assert 'state_dict' in message  # the safe fix
+    assert info.value.__cause__ is None  # torch's advice is not chained
+    assert not sentinel.exists()
