@@ -10,7 +10,10 @@ import torch
 from e2e_utils import last_metrics, load_state, run_tool, write_config
 
 SIGN_SHORT = """
-stages = [dict(name='train', iters=4), dict(name='transfer', iters=3),
+# transfer: blocks of 2, so iterations 5-6 train G, D and C on real and
+# fake seen features and iteration 7 trains C on synthetic features
+stages = [dict(name='train', iters=4),
+          dict(name='transfer', iters=3, mode='alternate', block_iters=2),
           dict(name='self_train', iters=3, mode='AST', temperature=2.0)]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
@@ -88,11 +91,16 @@ def test_sign_runs_all_stages(sign_run):
     s7 = load_state(osp.join(wd, 'iter_7.pth'))
     for key in s7:  # = the model when the stage started
         assert torch.equal(teacher[key], s7[key]), key
-    # transfer trains C only: everything but conv_seg equals iteration 4
-    s4, s7 = (load_state(osp.join(wd, f'iter_{i}.pth')) for i in (4, 7))
-    changed = {k for k in s4 if not torch.equal(s4[k], s7[k])}
-    assert changed == {'decode_head.conv_seg.weight',
-                       'decode_head.conv_seg.bias'}
+    # transfer: E and SIM frozen (BN statistics included); C, D (shared
+    # trunk) and G train in the first block, C alone in the second
+    s4, s6, s7 = (load_state(osp.join(wd, f'iter_{i}.pth'))
+                  for i in (4, 6, 7))
+    changed = {k.split('.')[1] for k in s4 if not torch.equal(s4[k], s6[k])}
+    assert {k for k in s4 if not torch.equal(s4[k], s6[k])
+            and not k.startswith('decode_head.')} == set()
+    assert changed == {'trunk', 'conv_seg', 'discriminator', 'generator'}
+    changed = {k.split('.')[1] for k in s6 if not torch.equal(s6[k], s7[k])}
+    assert changed == {'trunk', 'conv_seg'}
 
 
 @pytest.mark.parametrize('killed_after', [2, 5, 9])
@@ -121,7 +129,7 @@ def test_sign_resume_matches_uninterrupted(workspace, sign_run,
     optim = torch.load(str(wd2 / 'iter_10.pth'), map_location='cpu')[
         'optimizer']
     assert set(optim) == {'segmentor', 'generator', 'discriminator',
-                          'transfer', 'self_train'}
+                          'transfer', 'transfer_generator', 'self_train'}
 
 
 def test_sign_test_tool_and_inference_api(workspace, sign_run, monkeypatch):
