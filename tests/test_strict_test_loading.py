@@ -2,7 +2,6 @@
 checkpoint that lacks or mismatches the model's weights (mmengine's lenient
 load would evaluate random weights with rc 0); --lenient-load keeps
 mmengine's behaviour."""
-import importlib.util
 import os
 import os.path as osp
 import shutil
@@ -113,27 +112,19 @@ def test_matching_checkpoint_is_evaluated(setup):
 
 
 # ------------------------------------------- the check itself, in-process
-@pytest.fixture(scope='module')
-def tool():
-    spec = importlib.util.spec_from_file_location(
-        'sign_test_tool', osp.join(REPO, 'tools', 'test.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_checkpoint_mismatches_in_process(setup, tool):
+def test_checkpoint_mismatches_in_process(setup):
+    from mmseg_sign.engine.hooks import checkpoint_mismatches
     _, _, model = setup
     state = model.state_dict()
-    assert tool.checkpoint_mismatches(model, dict(state_dict=state)) == []
-    assert tool.checkpoint_mismatches(model, state) == []  # bare state dict
+    assert checkpoint_mismatches(model, dict(state_dict=state)) == []
+    assert checkpoint_mismatches(model, state) == []  # bare state dict
     classes = model.decode_head.class_names
     meta = dict(dataset_meta=dict(classes=classes[:3]))
-    assert tool.checkpoint_mismatches(
+    assert checkpoint_mismatches(
         model, dict(state_dict=state, meta=meta), classes) == [
             'the checkpoint was trained on 3 classes, the test dataset has '
             '10']
-    assert tool.checkpoint_mismatches(model, [1, 2]) == [
+    assert checkpoint_mismatches(model, [1, 2]) == [
         'it holds a list, not a dict with a state_dict']
-    assert tool.checkpoint_mismatches(model, dict(state_dict=None)) == [
+    assert checkpoint_mismatches(model, dict(state_dict=None)) == [
         "its 'state_dict' is a NoneType, not a dict of tensors"]

@@ -7,15 +7,13 @@ is an error (``--lenient-load`` keeps mmengine's warn-and-continue)."""
 import argparse
 import os
 import os.path as osp
-import re
-from collections.abc import Mapping
 
 from mmengine.config import Config, DictAction
-from mmengine.hooks import Hook
-from mmengine.model import BaseTTAModel, is_model_wrapper
 from mmengine.runner import Runner
 
 import mmseg_sign  # noqa: F401
+from mmseg_sign.engine.hooks import (CheckpointMismatchError,
+                                     StrictCheckpointHook)
 from mmseg_sign.utils import use_gloo_without_cuda
 
 
@@ -97,124 +95,6 @@ def trigger_visualization_hook(cfg, args):
             '"visualization=dict(type=\'VisualizationHook\')"')
 
     return cfg
-
-
-SHOWN_KEYS = 5  # keys named per kind of mismatch
-
-
-def _some(keys) -> str:
-    keys = list(keys)
-    more = len(keys) - SHOWN_KEYS
-    return ', '.join(keys[:SHOWN_KEYS]) + (f' (and {more} more)'
-                                           if more > 0 else '')
-
-
-def _shape(value) -> list:
-    return list(value.shape)
-
-
-def checkpoint_mismatches(model, checkpoint, dataset_classes=None) -> list:
-    """What keeps ``checkpoint`` from loading exactly into ``model``, one
-    line per kind of problem (empty: it matches).
-
-    Compares as mmengine's loader does: the weights are
-    ``checkpoint['state_dict']`` (or the checkpoint itself) with a
-    ``module.`` prefix stripped, the model is unwrapped from its wrappers
-    (DDP, TTA), and BN's ``num_batches_tracked`` may be absent. Also
-    compares the class count of the dataset the checkpoint was trained on
-    (``meta.dataset_meta``, written by mmengine) with the test dataset's.
-    """
-    while is_model_wrapper(model) or isinstance(model, BaseTTAModel):
-        model = model.module
-    if not isinstance(checkpoint, Mapping):
-        return [f'it holds a {type(checkpoint).__name__}, not a dict with '
-                'a state_dict']
-    state = checkpoint.get('state_dict', checkpoint)
-    if not isinstance(state, Mapping):
-        return [f"its 'state_dict' is a {type(state).__name__}, not a dict "
-                'of tensors']
-    state = {re.sub(r'^module\.', '', k): v for k, v in state.items()}
-    expected = model.state_dict()
-    problems = []
-    missing = [k for k in expected
-               if k not in state and 'num_batches_tracked' not in k]
-    if missing:
-        total = sum('num_batches_tracked' not in k for k in expected)
-        problems.append(
-            f'missing from the checkpoint: {len(missing)} of the model\'s '
-            f'{total} weight tensors: {_some(missing)}')
-    unexpected = [k for k in state if k not in expected]
-    if unexpected:
-        problems.append(
-            f'unexpected in the checkpoint (not in the model): '
-            f'{len(unexpected)} weight tensor(s): {_some(unexpected)}')
-    mismatched = [(k, _shape(state[k]), _shape(v))
-                  for k, v in expected.items()
-                  if k in state and hasattr(state[k], 'shape') and
-                  hasattr(v, 'shape') and _shape(state[k]) != _shape(v)]
-    if mismatched:
-        problems.append(
-            f'size mismatch: {len(mismatched)} weight tensor(s): ' +
-            _some(f'{k} (checkpoint {a}, model {b})'
-                  for k, a, b in mismatched))
-        seg = [(a, b) for k, a, b in mismatched
-               if k.endswith('conv_seg.weight') and a and b]
-        if seg:
-            problems.append(
-                f'the checkpoint\'s classifier has {seg[0][0][0]} outputs, '
-                f"the model's {seg[0][1][0]}: it was trained for another "
-                'class count (decode_head.num_classes)')
-    meta = checkpoint.get('meta')
-    trained = meta.get('dataset_meta') if isinstance(meta, Mapping) else None
-    trained = trained.get('classes') if isinstance(trained, Mapping) \
-        else None
-    if trained is not None and dataset_classes is not None and \
-            len(trained) != len(dataset_classes):
-        problems.append(
-            f'the checkpoint was trained on {len(trained)} classes, the '
-            f'test dataset has {len(dataset_classes)}')
-    return problems
-
-
-class CheckpointMismatchError(RuntimeError):
-    pass
-
-
-class StrictCheckpointHook(Hook):
-    """Checks the checkpoint ``Runner.load_checkpoint`` is about to load
-    into the model (``after_load_checkpoint`` runs between reading the file
-    and loading it; registered last, it sees the checkpoint as every other
-    hook left it) and raises :class:`CheckpointMismatchError` on a
-    mismatch, on every process."""
-
-    def __init__(self, checkpoint_path: str, config_path: str):
-        self.checkpoint_path = checkpoint_path
-        self.config_path = config_path
-
-    def after_load_checkpoint(self, runner, checkpoint) -> None:
-        classes = None
-        loop = getattr(runner, '_test_loop', None)
-        dataset = getattr(getattr(loop, 'dataloader', None), 'dataset', None)
-        metainfo = getattr(dataset, 'metainfo', None)
-        if isinstance(metainfo, Mapping):
-            classes = metainfo.get('classes')
-        problems = checkpoint_mismatches(runner.model, checkpoint, classes)
-        if not problems:
-            return
-        meta = checkpoint.get('meta') if isinstance(checkpoint,
-                                                    Mapping) else None
-        trained_as = ''
-        if isinstance(meta, Mapping) and meta.get('experiment_name'):
-            trained_as = (f" (it was written by the run "
-                          f"{meta['experiment_name']!r}; its meta['cfg'] "
-                          'holds that config)')
-        raise CheckpointMismatchError(
-            f'The checkpoint {self.checkpoint_path} does not match the model '
-            f'of {self.config_path}:\n  - ' + '\n  - '.join(problems) +
-            '\nTest with the config this checkpoint was trained with'
-            f'{trained_as}, or pass --lenient-load to evaluate anyway with '
-            "mmengine's lenient load (weights it cannot load keep their "
-            'random initialisation, so the scores are meaningless).')
 
 
 def main():

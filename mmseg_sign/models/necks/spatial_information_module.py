@@ -2,7 +2,6 @@
 from typing import Optional, Sequence, Tuple
 
 import torch
-import torch.nn as nn
 from mmengine.model import BaseModule
 
 from mmseg.registry import MODELS
