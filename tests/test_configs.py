@@ -44,7 +44,9 @@ def toy_batch(n=2, size=64, num_classes=10):
     for _ in range(n):
         inputs.append(torch.randint(0, 255, (3, size, size), generator=g,
                                     dtype=torch.uint8))
-        label = torch.randint(0, num_classes, (1, size, size), generator=g)
+        # the last class is the unseen one (run_every_stage): never labelled
+        label = torch.randint(0, num_classes - 1, (1, size, size),
+                              generator=g)
         sample = SegDataSample(gt_sem_seg=PixelData(data=label))
         sample.set_metainfo(dict(img_shape=(size, size),
                                  ori_shape=(size, size)))

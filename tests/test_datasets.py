@@ -97,6 +97,25 @@ def test_drop_unseen_images(voc_root):
         ['seen_only.jpg']
 
 
+def test_training_dataset_masks_unseen_labels_itself(voc_root):
+    """A training pipeline without MaskUnseenClasses gets it inserted right
+    after LoadAnnotations (SIGNStageHook calls this when training starts):
+    no unseen label leaves the dataset."""
+    ds = build_voc(voc_root, mask=False)
+    assert (ds[0]['gt_seg_map'] == SHEEP - 1).any()  # leaks before
+    assert ds.mask_unseen_labels()
+    names = [type(t).__name__ for t in ds.pipeline.transforms]
+    assert names == ['LoadImageFromFile', 'LoadAnnotations',
+                     'MaskUnseenClasses', 'CheckSegLabels']
+    np.testing.assert_array_equal(
+        ds[0]['gt_seg_map'],
+        expected_mask(LABELS['with_unseen'], ds.metainfo['unseen_classes']))
+    assert not ds.mask_unseen_labels()  # already there: nothing to do
+    assert not build_voc(voc_root).mask_unseen_labels()
+    dropped = build_voc(voc_root, mask=False, drop_unseen_images=True)
+    assert not dropped.mask_unseen_labels()
+
+
 def test_bad_label_value_names_the_file(voc_root):
     ds = build_voc(voc_root, split='all', mask=False)
     ds[0], ds[1]  # valid files load

@@ -208,3 +208,15 @@ def test_constructor_errors(embedding_table):
         model.train_step(batch(), build(dict(
             g=dict(optimizer=dict(type='SGD', lr=1),
                    modules=['backbone'])))(model))
+
+
+def test_train_step_refuses_unseen_labels(embedding_table):
+    """A batch labelling an unseen class (a pipeline without
+    MaskUnseenClasses) stops training instead of leaking the class."""
+    model = tiny_model(embedding_table[0])
+    ow = optim_wrappers(model)
+    data = batch()
+    data['data_samples'][1].gt_sem_seg.data[0, 5, 5] = 4  # c4 is unseen
+    with pytest.raises(ValueError, match=r"unseen classes \['c4'\].*"
+                       'MaskUnseenClasses'):
+        model.train_step(data, ow)

@@ -11,6 +11,7 @@ The resolved split is stored in ``dataset.metainfo`` as ``seen_classes`` and
 ``MaskUnseenClasses`` transform and ``GZSLIoUMetric`` all read one source.
 """
 import copy
+import logging
 from typing import List, Optional, Sequence, Union
 
 import mmcv
@@ -153,6 +154,34 @@ class ZeroShotSegDataset(BaseSegDataset):
                 logger='current')
             data_list = kept
         return data_list
+
+    def mask_unseen_labels(self) -> bool:
+        """Training: guarantee that no unseen label leaves this dataset.
+
+        Unless ``drop_unseen_images``, inserts ``MaskUnseenClasses`` right
+        after ``LoadAnnotations`` when the pipeline lacks it there, and says
+        so in the log. Returns whether it inserted the transform.
+        """
+        from mmseg.datasets.transforms import LoadAnnotations
+
+        from .transforms.zero_shot import MaskUnseenClasses
+        transforms = self.pipeline.transforms
+        load = next((i for i, t in enumerate(transforms)
+                     if isinstance(t, LoadAnnotations)), None)
+        if self.drop_unseen_images or load is None or any(
+                isinstance(t, MaskUnseenClasses)
+                for t in transforms[load + 1:]):
+            return False
+        transforms.insert(load + 1, MaskUnseenClasses())
+        print_log(
+            f'{type(self).__name__}: the training pipeline had no '
+            'MaskUnseenClasses after LoadAnnotations, so the unseen classes '
+            f'{tuple(self.metainfo["unseen_classes"])} would have been '
+            'learnt from their labels; inserted it (put '
+            "dict(type='MaskUnseenClasses') after LoadAnnotations in "
+            'train_pipeline to silence this).',
+            logger='current', level=logging.WARNING)
+        return True
 
     def _has_unseen_pixels(self, info: dict) -> bool:
         from .transforms.zero_shot import reduce_label

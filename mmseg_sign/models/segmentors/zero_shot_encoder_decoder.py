@@ -205,8 +205,31 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                 "Constructor', segmentor=..., generator=..., discriminator="
                 '..., transfer=...) (see configs/sign).')
         data = self.data_preprocessor(data, True)
+        self._refuse_unseen_labels(data['data_samples'])
         step = getattr(self, f'_{self.stage}_step')
         return step(data['inputs'], data['data_samples'], optim_wrapper)
+
+    def _refuse_unseen_labels(self, data_samples) -> None:
+        """No training batch may label a pixel with an unseen class (it
+        would be learnt from its labels: no zero-shot result)."""
+        head = self.decode_head
+        unseen = head.unseen_mask.nonzero().flatten()
+        if not len(unseen):
+            return
+        labels = torch.cat([s.gt_sem_seg.data.flatten()
+                            for s in data_samples])
+        labels = labels[(labels >= 0) & (labels < head.num_classes)]
+        counts = torch.bincount(labels, minlength=head.num_classes)
+        found = counts[unseen] > 0
+        if bool(found.any()):
+            names = [head.class_names[i] for i in unseen[found].tolist()]
+            raise ValueError(
+                f'A training batch labels pixels with the unseen classes '
+                f'{names}: the model would learn them from their labels. '
+                "Put dict(type='MaskUnseenClasses') right after "
+                'LoadAnnotations in the training pipeline (zero-shot '
+                'datasets insert it themselves when training starts), or '
+                'set drop_unseen_images=True on the dataset.')
 
     def _require(self, optim_wrapper: OptimWrapperDict, *names):
         missing = [n for n in names if n not in optim_wrapper]
