@@ -28,6 +28,14 @@ default_hooks = dict(
     checkpoint=dict(interval=1, max_keep_ckpts=-1),
     logger=dict(interval=1))
 """
+# the shipped toy loaders (persistent worker processes) for the SIGN run
+# and its resumed copies: a resume must be exact with real workers, whose
+# iterators are created once per process (the validation's at the first
+# validation, inside the run); tools/test.py keeps num_workers=0
+REAL_LOADERS = """
+train_dataloader = dict(num_workers=2, persistent_workers=True)
+val_dataloader = dict(num_workers=2, persistent_workers=True)
+"""
 
 
 @pytest.fixture(scope='module')
@@ -70,7 +78,7 @@ def sign_run(workspace):
     """An uninterrupted 4 + 3 + 3 iteration SIGN run (train, transfer,
     AST) with every checkpoint."""
     cfg = write_config(workspace / 'sign.py', 'configs/sign/sign_toy.py',
-                       SIGN_SHORT)
+                       SIGN_SHORT + REAL_LOADERS)
     wd = str(workspace / 'wd_sign')
     out = run_tool(['train.py', cfg, '--work-dir', wd], workspace)
     return cfg, wd, out
@@ -108,7 +116,8 @@ def test_sign_resume_matches_uninterrupted(workspace, sign_run,
                                            killed_after):
     """A run that died after iteration 2 (train stage), 5 (just after the
     switch to transfer) or 9 (inside self-training, teacher restored)
-    continues with --resume to the same weights."""
+    continues with --resume to the same weights, with the shipped loaders'
+    persistent workers (REAL_LOADERS)."""
     cfg, wd, _ = sign_run
     wd2 = workspace / f'wd_sign_killed_{killed_after}'
     wd2.mkdir()
@@ -120,6 +129,8 @@ def test_sign_resume_matches_uninterrupted(workspace, sign_run,
     stage = {2: 'train', 5: 'transfer', 9: 'self_train'}[killed_after]
     assert f"SIGN stage '{stage}'" in out
     assert f'resumed at {killed_after + 1}' in out
+    if killed_after < 7:  # the resumed process starts its val workers
+        assert 'Validation at the end of stage' in out
     want = load_state(osp.join(wd, 'iter_10.pth'))
     got = load_state(str(wd2 / 'iter_10.pth'))
     for key in want:

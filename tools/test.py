@@ -3,7 +3,9 @@
 ``mmseg_sign`` imported so that its datasets, metric and models resolve,
 ``--launcher pytorch`` working on CPU processes (gloo), and a strict
 checkpoint load: a checkpoint that lacks or mismatches the model's weights
-is an error (``--lenient-load`` keeps mmengine's warn-and-continue)."""
+is an error (``--lenient-load`` keeps mmengine's warn-and-continue), and so is
+a test dataset whose seen/unseen split differs from the checkpoint's
+(``--allow-split-change`` allows it, for cross-split studies)."""
 import argparse
 import os
 import os.path as osp
@@ -65,6 +67,13 @@ def parse_args():
         "model's random initialisation. Without it a checkpoint that does "
         'not match the model (or the test dataset\'s class count) is an '
         'error.')
+    parser.add_argument(
+        '--allow-split-change',
+        action='store_true',
+        help='test on a seen/unseen split other than the one the checkpoint '
+        'was trained with (for deliberate cross-split studies). Without it '
+        "a test dataset whose unseen classes differ from the checkpoint's "
+        '(decode_head.unseen_mask) is an error.')
     # When using PyTorch version >= 2.0.0, the `torch.distributed.launch`
     # will pass the `--local-rank` parameter to `tools/train.py` instead
     # of `--local_rank`.
@@ -134,9 +143,12 @@ def main():
 
     # build the runner from config
     runner = Runner.from_cfg(cfg)
-    if not args.lenient_load:
+    if not (args.lenient_load and args.allow_split_change):
         runner.register_hook(
-            StrictCheckpointHook(args.checkpoint, args.config),
+            StrictCheckpointHook(
+                args.checkpoint, args.config,
+                check_weights=not args.lenient_load,
+                check_split=not args.allow_split_change),
             priority='LOWEST')
 
     # start testing

@@ -5,10 +5,14 @@ from .toy import ZeroShotToyDataset
 from .transforms import CheckSegLabels, MaskUnseenClasses, PaperEvalResize
 from .voc import ZeroShotPascalVOCDataset
 from .zero_shot import ZeroShotSegDataset, resolve_split
+from .zero_shot_wrapper import (ZeroShotDataset, ZeroShotMixin,
+                                zero_shot_class,
+                                zero_shot_metainfo_from_cfg)
 
 __all__ = [
     'ZeroShotSegDataset', 'ZeroShotPascalVOCDataset',
     'ZeroShotPascalContextDataset', 'ZeroShotPascalContext59Dataset',
     'ZeroShotCOCOStuffDataset', 'ZeroShotToyDataset', 'MaskUnseenClasses',
-    'CheckSegLabels', 'PaperEvalResize', 'resolve_split'
+    'CheckSegLabels', 'PaperEvalResize', 'resolve_split', 'ZeroShotDataset',
+    'ZeroShotMixin', 'zero_shot_class', 'zero_shot_metainfo_from_cfg'
 ]

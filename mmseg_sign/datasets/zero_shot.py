@@ -45,11 +45,7 @@ def resolve_class_refs(refs: ClassRefs, classes: Sequence[str],
                     f'has {len(classes)} classes (0..{len(classes) - 1}).')
             names.append(classes[ref])
         elif isinstance(ref, str):
-            if ref not in classes:
-                raise ValueError(
-                    f'{what}: unknown class name {ref!r}. Valid names are: '
-                    f'{", ".join(classes)}.')
-            names.append(ref)
+            names.append(_match_class_name(ref, classes, what))
         else:
             raise TypeError(f'{what}: expected class names or indices, got '
                             f'{ref!r} of type {type(ref).__name__}.')
@@ -57,6 +53,22 @@ def resolve_class_refs(refs: ClassRefs, classes: Sequence[str],
     if duplicates:
         raise ValueError(f'{what}: classes listed twice: {duplicates}.')
     return names
+
+
+def _match_class_name(ref: str, classes: Sequence[str], what: str) -> str:
+    """The dataset's spelling of the class ``ref``: an exact match, else
+    the one class whose name equals ``ref`` after ``str.strip()`` (mmseg's
+    ADE20K spells ``'bed '`` with a trailing space)."""
+    if ref in classes:
+        return ref
+    matches = [c for c in classes if c.strip() == ref.strip()]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise ValueError(f'{what}: class name {ref!r} is ambiguous: the '
+                         f'classes {matches} differ only in white space.')
+    raise ValueError(f'{what}: unknown class name {ref!r}. Valid names are: '
+                     f'{", ".join(classes)}.')
 
 
 def resolve_split(classes: Sequence[str],
@@ -98,36 +110,77 @@ def resolve_split(classes: Sequence[str],
             tuple(sorted(unseen_n, key=order.get)))
 
 
-@DATASETS.register_module()
-class ZeroShotSegDataset(BaseSegDataset):
-    """A segmentation dataset with a seen / unseen class split.
+_SPLIT_KEYS = ('seen_classes', 'unseen_classes')
+
+
+def split_into_metainfo(metainfo: Optional[dict], where: str,
+                        **split) -> Optional[dict]:
+    """``metainfo`` with the non-``None`` ``seen_classes`` /
+    ``unseen_classes`` of ``split`` added; an error if ``metainfo`` already
+    holds a different value."""
+    metainfo = copy.deepcopy(dict(metainfo)) if metainfo else {}
+    for key in _SPLIT_KEYS:
+        value = split.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (str, int)):
+            value = [value]
+        if metainfo.get(key) is not None:
+            given = metainfo[key]
+            given = [given] if isinstance(given, (str, int)) else list(given)
+            if given != list(value):
+                raise ValueError(
+                    f'{where}: {key} given twice with different values: '
+                    f'{key}={list(value)} and metainfo.{key}={given}; '
+                    'set it once.')
+        metainfo[key] = list(value)
+    return metainfo or None
+
+
+class ZeroShotMixin:
+    """Seen / unseen split for a :class:`mmseg.datasets.BaseSegDataset`
+    subclass; put it first in the bases: ``(ZeroShotMixin, Inner)``.
 
     Args:
-        drop_unseen_images (bool): drop every image whose label map contains
-            an unseen class (ZS3's protocol) instead of keeping it with the
-            unseen pixels ignored (the default, SPNet / CaGNet / SIGN). Reads
-            every label map once when the dataset is built.
-        **kwargs: passed to :class:`mmseg.datasets.BaseSegDataset`.
-
-    Each data info gets ``num_classes`` and ``unseen_class_ids`` so that the
-    ``MaskUnseenClasses`` transform needs no extra configuration.
+        seen_classes / unseen_classes: names (compared after ``strip()``)
+            or indices; either one, the other is the complement. May also
+            be given in ``metainfo`` (the project's convention); giving
+            both places different values is an error. Without either the
+            class's ``METAINFO['unseen_classes']`` is used.
+        drop_unseen_images (bool): drop every training image whose label
+            map holds an unseen class (ZS3) instead of ignoring the unseen
+            pixels (SPNet / CaGNet / SIGN, the default).
+        *args, **kwargs: the inner dataset's.
     """
 
-    METAINFO: dict = dict()
-
-    def __init__(self, *args, drop_unseen_images: bool = False, **kwargs):
+    def __init__(self,
+                 *args,
+                 seen_classes: Optional[ClassRefs] = None,
+                 unseen_classes: Optional[ClassRefs] = None,
+                 drop_unseen_images: bool = False,
+                 metainfo: Optional[dict] = None,
+                 **kwargs):
+        metainfo = split_into_metainfo(
+            metainfo, type(self).__name__, seen_classes=seen_classes,
+            unseen_classes=unseen_classes)
         self.drop_unseen_images = drop_unseen_images
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, metainfo=metainfo, **kwargs)
 
     @classmethod
     def _load_metainfo(cls, metainfo: Optional[dict] = None) -> dict:
-        metainfo = copy.deepcopy(metainfo) if metainfo else {}
-        # a config that overrides one side of the split replaces the default
+        metainfo = copy.deepcopy(dict(metainfo)) if metainfo else {}
         user_seen = metainfo.pop('seen_classes', None)
         user_unseen = metainfo.pop('unseen_classes', None)
         merged = super()._load_metainfo(metainfo)
         if user_seen is None and user_unseen is None:
+            user_seen = cls.METAINFO.get('seen_classes')
             user_unseen = cls.METAINFO.get('unseen_classes')
+        if user_seen is None and user_unseen is None:
+            raise ValueError(
+                f'{cls.__name__} needs `unseen_classes` (or `seen_classes`)'
+                ': class names or indices, e.g. '
+                "dict(type='ZeroShotDataset', dataset_type=..., "
+                "unseen_classes=['bed', 'plant']).")
         seen, unseen = resolve_split(merged['classes'], user_seen,
                                      user_unseen)
         merged.update(seen_classes=seen, unseen_classes=unseen)
@@ -143,7 +196,7 @@ class ZeroShotSegDataset(BaseSegDataset):
         extra = dict(
             num_classes=len(self.metainfo['classes']),
             unseen_class_ids=self.unseen_class_ids,
-            ignore_index=self.ignore_index)
+            ignore_index=getattr(self, 'ignore_index', 255))
         for info in data_list:
             info.update(copy.deepcopy(extra))
         if self.drop_unseen_images and not self.test_mode:
@@ -185,8 +238,21 @@ class ZeroShotSegDataset(BaseSegDataset):
 
     def _has_unseen_pixels(self, info: dict) -> bool:
         from .transforms.zero_shot import reduce_label
-        img_bytes = fileio.get(info['seg_map_path'], self.backend_args)
+        img_bytes = fileio.get(info['seg_map_path'],
+                               getattr(self, 'backend_args', None))
         seg = mmcv.imfrombytes(
             img_bytes, flag='unchanged', backend='pillow').squeeze()
-        seg = reduce_label(seg, self.reduce_zero_label, self.label_map)
+        seg = reduce_label(seg, getattr(self, 'reduce_zero_label', False),
+                           self.metainfo.get('label_map'))
         return bool(np.isin(seg, self.unseen_class_ids).any())
+
+
+
+@DATASETS.register_module()
+class ZeroShotSegDataset(ZeroShotMixin, BaseSegDataset):
+    """A segmentation dataset with a seen / unseen class split (the split
+    logic is :class:`ZeroShotMixin`'s, shared with ``ZeroShotDataset``,
+    which makes any mmseg dataset zero-shot). Subclasses give the
+    protocol's default split in ``METAINFO['unseen_classes']``."""
+
+    METAINFO: dict = dict()

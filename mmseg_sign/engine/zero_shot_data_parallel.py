@@ -1,5 +1,5 @@
 """Distributed wrapper for models that run their own multi-optimizer
-``train_step`` (DESIGN.md §1, "known traps").
+``train_step`` (see the explanation below).
 
 mmengine's ``MMDistributedDataParallel.train_step`` runs the wrapped
 model's forward and one ``update_params`` and never calls the model's own

@@ -1,4 +1,5 @@
-"""Generalized zero-shot IoU: seen / unseen / harmonic mIoU (DESIGN.md §5)."""
+"""Generalized zero-shot IoU: seen / unseen / harmonic mIoU (the paper's
+Table 1: hIoU = 2·S·U / (S + U); see docs/reproduction.md)."""
 from collections import OrderedDict
 from typing import Dict, Optional, Sequence, Union
 

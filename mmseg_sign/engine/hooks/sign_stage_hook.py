@@ -1,4 +1,6 @@
-"""SIGNStageHook: which SIGN stage runs at which iteration (DESIGN §3.4)."""
+"""SIGNStageHook: which SIGN stage runs at which iteration (the stages:
+docs/reproduction.md)."""
+import logging
 from typing import List, Optional
 
 from mmengine.hooks import Hook
@@ -104,10 +106,39 @@ class SIGNStageHook(Hook):
             checkpoint['sign_teacher'] = teacher.state_dict()
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
-        if 'sign_teacher' in checkpoint and getattr(runner, '_resume', False):
+        if not getattr(runner, '_resume', False):
+            return
+        self._start_new_wrappers_fresh(runner, checkpoint)
+        if 'sign_teacher' in checkpoint:
             self._model(runner).build_teacher(checkpoint['sign_teacher'])
 
+    @staticmethod
+    def _start_new_wrappers_fresh(runner, checkpoint: dict) -> None:
+        """``--resume`` after optimizer wrappers were added to the config
+        (e.g. a stage appended to the plan): mmengine would fail with a
+        KeyError on their missing scheduler states; they start fresh
+        instead, and the log says so."""
+        saved = checkpoint.get('param_schedulers')
+        current = runner.param_schedulers
+        if isinstance(saved, dict) and isinstance(current, dict):
+            for name in current:
+                if name not in saved:
+                    saved[name] = []
+        wrappers = runner.optim_wrapper
+        names = list(getattr(wrappers, 'optim_wrappers', None) or [
+            k for k in (wrappers or {}) if k not in ('constructor', 'type')])
+        new = [n for n in names if n not in checkpoint.get('optimizer', {})]
+        if new:
+            print_log(f'Resuming: the checkpoint has no state for the '
+                      f'optimizer wrappers {new} (added to the config since); '
+                      'they and their schedulers start fresh.',
+                      logger='current', level=logging.WARNING)
+
     def before_train(self, runner) -> None:
+        head = self._model(runner).decode_head
+        if hasattr(head, 'require_table'):
+            head.require_table()  # not a placeholder awaiting a checkpoint
+        self._mask_unseen_labels(runner.train_dataloader.dataset)
         max_iters = runner.train_loop.max_iters
         if max_iters != self.total_iters:
             plan = ' + '.join(f"{s['name']} {s['iters']}"
@@ -131,6 +162,7 @@ class SIGNStageHook(Hook):
             self._check_disjoint(i, stage, wrappers)
         model = self._model(runner)
         meta = runner.train_dataloader.dataset.metainfo
+        self._check_one_split(runner, meta)
         head = model.decode_head
         if 'unseen_classes' in meta and hasattr(head, 'set_class_split'):
             if head.unseen_classes is not None:
@@ -143,7 +175,137 @@ class SIGNStageHook(Hook):
                         f"dataset's {tuple(meta['unseen_classes'])}; set the "
                         'split in one place (the dataset metainfo).')
             head.set_class_split(meta['unseen_classes'], meta['classes'])
+        self._check_plan_can_learn(runner, head)
         self._current = None
+
+    @staticmethod
+    def _mask_unseen_labels(dataset) -> None:
+        """No unseen label may leave a training dataset: zero-shot datasets
+        (also inside mmengine's dataset wrappers) insert MaskUnseenClasses
+        where the pipeline lacks it."""
+        if hasattr(dataset, 'mask_unseen_labels'):
+            dataset.mask_unseen_labels()
+        for inner in [getattr(dataset, 'dataset', None),
+                      *getattr(dataset, 'datasets', [])]:
+            if inner is not None:
+                SIGNStageHook._mask_unseen_labels(inner)
+
+    def _check_plan_can_learn(self, runner, head) -> None:
+        """A stage that needs unseen classes gets some, and a plan that
+        starts after the ``train`` stage starts from trained weights."""
+        needs_unseen = [s['name'] for s in self.stages
+                        if s['name'] in ('transfer', 'self_train')]
+        unseen_mask = getattr(head, 'unseen_mask', None)
+        if needs_unseen and unseen_mask is not None and \
+                not bool(unseen_mask.any()):
+            raise ValueError(
+                f'SIGNStageHook: the stages {needs_unseen} learn the unseen '
+                'classes, but the split has none; set unseen_classes in the '
+                'datasets\' metainfo (README, "Datasets").')
+        first = self.stages[0]['name']
+        loaded = runner.cfg.get('load_from') or getattr(runner, '_resume',
+                                                        False)
+        if first != 'train' and not loaded:
+            raise ValueError(
+                f"SIGNStageHook: the plan starts with '{first}', which "
+                'needs a trained backbone, SIM and G; start from the '
+                "checkpoint of a 'train' stage with load_from=PATH (or "
+                "put dict(name='train', iters=...) first).")
+
+    # ------------------------------------------------------------ one split
+    @staticmethod
+    def _metainfo_from_cfg(dataset_cfg) -> Optional[dict]:
+        """The metainfo a dataset config resolves to, without building the
+        dataset (no file is read): the class's ``_load_metainfo``. Dataset
+        wrappers (``dataset=`` / ``datasets=[...]``) give their first
+        dataset's, as mmengine's wrappers do. ``None`` if unknown."""
+        from collections.abc import Mapping
+
+        from mmseg.registry import DATASETS
+        if not isinstance(dataset_cfg, Mapping):
+            return None
+        if dataset_cfg.get('type') == 'ZeroShotDataset':
+            from ...datasets import zero_shot_metainfo_from_cfg
+            return zero_shot_metainfo_from_cfg(dataset_cfg)
+        if isinstance(dataset_cfg.get('dataset'), Mapping):
+            return SIGNStageHook._metainfo_from_cfg(dataset_cfg['dataset'])
+        if isinstance(dataset_cfg.get('datasets'), (list, tuple)) and \
+                dataset_cfg['datasets']:
+            return SIGNStageHook._metainfo_from_cfg(
+                dataset_cfg['datasets'][0])
+        cls = dataset_cfg.get('type')
+        if isinstance(cls, str):
+            cls = DATASETS.get(cls)
+        if cls is None or not hasattr(cls, '_load_metainfo'):
+            return None
+        return cls._load_metainfo(dataset_cfg.get('metainfo'))
+
+    @staticmethod
+    def _metric_splits(evaluator_cfg, classes, where: str) -> list:
+        """``(place, unseen names)`` for every metric config of
+        ``evaluator_cfg`` that sets its own split."""
+        from collections.abc import Mapping
+
+        from ...datasets.zero_shot import resolve_split
+        if isinstance(evaluator_cfg, Mapping) and \
+                'metrics' in evaluator_cfg:
+            evaluator_cfg = evaluator_cfg['metrics']
+        metrics = evaluator_cfg if isinstance(evaluator_cfg,
+                                              (list, tuple)) else \
+            [evaluator_cfg]
+        found = []
+        for i, metric in enumerate(metrics):
+            if not isinstance(metric, Mapping) or classes is None:
+                continue
+            seen = metric.get('seen_classes')
+            unseen = metric.get('unseen_classes')
+            if seen is None and unseen is None:
+                continue
+            place = where + (f'[{i}]' if len(metrics) > 1 else '')
+            found.append((place, resolve_split(classes, seen, unseen)[1]))
+        return found
+
+    def _check_one_split(self, runner, train_meta) -> None:
+        """Every consumer of the seen/unseen split must agree with the
+        training dataset's: the validation and test datasets and any metric
+        that sets its own split. Fails before iteration 1, naming both
+        places, both splits and the fix."""
+        if 'unseen_classes' not in train_meta:
+            return
+        reference = ('train_dataloader.dataset',
+                     tuple(train_meta['unseen_classes']))
+        classes = train_meta.get('classes')
+        places = []
+        cfg = getattr(runner, 'cfg', None) or {}
+        val_loop = getattr(runner, '_val_loop', None)
+        val_dataset = getattr(getattr(val_loop, 'dataloader', None),
+                              'dataset', None)
+        for name, built in (('val', val_dataset), ('test', None)):
+            meta = getattr(built, 'metainfo', None)
+            if meta is None:
+                loader_cfg = cfg.get(f'{name}_dataloader')
+                if loader_cfg is None:
+                    continue
+                meta = self._metainfo_from_cfg(loader_cfg.get('dataset'))
+            if meta is not None and 'unseen_classes' in meta:
+                places.append((f'{name}_dataloader.dataset',
+                               tuple(meta['unseen_classes'])))
+            places += self._metric_splits(
+                cfg.get(f'{name}_evaluator'),
+                (meta or {}).get('classes', classes), f'{name}_evaluator')
+        for where, unseen in places:
+            if set(unseen) != set(reference[1]):
+                raise ValueError(
+                    'SIGNStageHook: the seen/unseen split differs between '
+                    f'{reference[0]} (unseen {reference[1]}) and {where} '
+                    f'(unseen {unseen}); the model would train on one split '
+                    'and be scored on the other. Set the split in one place: '
+                    'leave every dataset at its default split, or give the '
+                    'same metainfo to train_dataloader, val_dataloader and '
+                    'test_dataloader through one variable, e.g. '
+                    "split = dict(unseen_classes=('cow', 'sofa')) and "
+                    'dataset=dict(metainfo=split) in each (README, '
+                    '"Datasets"); a metric needs no split of its own.')
 
     def before_train_iter(self, runner, batch_idx: int,
                           data_batch=None) -> None:

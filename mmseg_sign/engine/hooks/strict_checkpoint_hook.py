@@ -10,6 +10,10 @@ from mmengine.model import BaseTTAModel, is_model_wrapper
 from mmseg.registry import HOOKS
 
 SHOWN_KEYS = 5  # keys named per kind of mismatch
+# weights that a published checkpoint (meta['sign_inference_only'], see
+# tools/publish_model.py) may lack: modules inference does not run
+INFERENCE_UNUSED_PREFIXES = ('decode_head.generator.',
+                             'decode_head.discriminator.')
 
 
 def _some(keys) -> str:
@@ -48,6 +52,12 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None) -> list:
     problems = []
     missing = [k for k in expected
                if k not in state and 'num_batches_tracked' not in k]
+    meta = checkpoint.get('meta')
+    if isinstance(meta, Mapping) and meta.get('sign_inference_only'):
+        # tools/publish_model.py: G and D's GAN head are left out on
+        # purpose (inference does not run them)
+        missing = [k for k in missing
+                   if not k.startswith(INFERENCE_UNUSED_PREFIXES)]
     if missing:
         total = sum('num_batches_tracked' not in k for k in expected)
         problems.append(
@@ -86,6 +96,53 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None) -> list:
     return problems
 
 
+def checkpoint_unseen_classes(checkpoint, classes=None):
+    """The unseen classes a checkpoint was trained with, as names, or
+    ``None`` if it does not say.
+
+    Read from the head's ``decode_head.unseen_mask`` buffer (what the model
+    uses at test time), named with ``meta.dataset_meta.classes`` (or
+    ``classes`` when the checkpoint has none); else from
+    ``meta.dataset_meta.unseen_classes`` (mmengine saves the training
+    dataset's metainfo there). An all-False mask counts as not set."""
+    if not isinstance(checkpoint, Mapping):
+        return None
+    meta = checkpoint.get('meta')
+    dataset_meta = meta.get('dataset_meta') if isinstance(meta, Mapping) \
+        else None
+    dataset_meta = dataset_meta if isinstance(dataset_meta, Mapping) else {}
+    names = dataset_meta.get('classes') or classes
+    state = checkpoint.get('state_dict', checkpoint)
+    mask = None
+    if isinstance(state, Mapping):
+        for key, value in state.items():
+            if re.sub(r'^module\.', '', key) == 'decode_head.unseen_mask':
+                mask = value
+    if mask is not None and names is not None and hasattr(mask, 'tolist'):
+        flags = [bool(x) for x in mask.flatten().tolist()]
+        # all False: the split was never set (a head built without one)
+        if len(flags) == len(names) and any(flags):
+            return tuple(n for n, f in zip(names, flags) if f)
+    unseen = dataset_meta.get('unseen_classes')
+    return None if unseen is None else tuple(unseen)
+
+
+def checkpoint_split_mismatch(checkpoint, metainfo) -> str:
+    """A line naming both splits when the checkpoint's unseen classes differ
+    from the test dataset's (``metainfo['unseen_classes']``); empty when
+    they agree or either side does not say."""
+    if not isinstance(metainfo, Mapping) or \
+            metainfo.get('unseen_classes') is None:
+        return ''
+    dataset_unseen = tuple(metainfo['unseen_classes'])
+    trained = checkpoint_unseen_classes(checkpoint, metainfo.get('classes'))
+    if trained is None or set(trained) == set(dataset_unseen):
+        return ''
+    return (f'the checkpoint was trained with the unseen classes {trained} '
+            '(its decode_head.unseen_mask / meta.dataset_meta), the test '
+            f'dataset (test_dataloader.dataset) has {dataset_unseen}')
+
+
 class CheckpointMismatchError(RuntimeError):
     pass
 
@@ -98,9 +155,12 @@ class StrictCheckpointHook(Hook):
     hook left it) and raises :class:`CheckpointMismatchError` on a
     mismatch, on every process."""
 
-    def __init__(self, checkpoint_path: str, config_path: str):
+    def __init__(self, checkpoint_path: str, config_path: str,
+                 check_weights: bool = True, check_split: bool = True):
         self.checkpoint_path = checkpoint_path
         self.config_path = config_path
+        self.check_weights = check_weights
+        self.check_split = check_split
 
     def after_load_checkpoint(self, runner, checkpoint) -> None:
         classes = None
@@ -109,6 +169,22 @@ class StrictCheckpointHook(Hook):
         metainfo = getattr(dataset, 'metainfo', None)
         if isinstance(metainfo, Mapping):
             classes = metainfo.get('classes')
+        if self.check_weights:
+            self._check_weights(runner, checkpoint, classes)
+        if self.check_split:
+            problem = checkpoint_split_mismatch(checkpoint, metainfo)
+            if problem:
+                raise CheckpointMismatchError(
+                    f'The checkpoint {self.checkpoint_path} was trained on '
+                    f'another seen/unseen split than the test dataset of '
+                    f'{self.config_path}: {problem}. The model would be '
+                    'scored with classes it was trained on counted as '
+                    'unseen (or the reverse). Test with the split it was '
+                    'trained with (the same metainfo=dict(unseen_classes='
+                    '...) as in training), or pass --allow-split-change for '
+                    'a deliberate cross-split study.')
+
+    def _check_weights(self, runner, checkpoint, classes) -> None:
         problems = checkpoint_mismatches(runner.model, checkpoint, classes)
         if not problems:
             return

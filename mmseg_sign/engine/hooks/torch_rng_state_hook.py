@@ -1,9 +1,14 @@
 """Keep torch's random state in checkpoints so that a resumed run draws the
 same ``z``, dropout masks and pixel samples as an uninterrupted one."""
 import torch
+from mmengine.dist import all_gather, get_rank, get_world_size
 from mmengine.hooks import Hook
+from torch.utils.data import DataLoader
 
 from mmseg.registry import HOOKS
+
+# a private generator per loop's dataloader, seeded from the run seed
+_LOOPS = ('_train_loop', '_val_loop', '_test_loop')
 
 
 @HOOKS.register_module()
@@ -15,20 +20,95 @@ class TorchRNGStateHook(Hook):
     re-seeding and replaying the sampler on resume; the model's own draws
     (SIGN's latent ``z``, dropout, MMD pixel sampling) use torch's global
     generator, which mmengine does not save.
+
+    It also gives every dataloader of the run its own ``torch.Generator``
+    (seeded from the run seed), so that creating a dataloader iterator no
+    longer draws its worker base seed from the global generator. With
+    ``persistent_workers=True`` the validation iterator is created once per
+    process, at the first validation: in an uninterrupted run at the first
+    stage end, in a resumed one at the first validation after the resume
+    point, so that draw shifted the model's random stream of a resumed run
+    (and a non-persistent training loader re-created while mmengine replays
+    the finished iterations would do the same). The worker processes are
+    seeded by mmengine's ``worker_init_fn`` from the run seed, so the base
+    seed does not change the data.
+
+    In distributed training every rank draws its own stream (different
+    data, different draw counts), and only rank 0 saves the checkpoint: the
+    ranks' states are gathered after every iteration (before the
+    ``CheckpointHook``, hence priority ``LOW``) and each rank restores its
+    own (rank 0's for every rank if the world size changed).
     """
-    priority = 'VERY_LOW'
+    priority = 'LOW'  # before CheckpointHook (VERY_LOW) in after_train_iter
+
+    def __init__(self):
+        self._gathered = None  # (iteration, per-rank state dicts)
+
+    @staticmethod
+    def _cuda_in_use() -> bool:
+        return torch.cuda.is_available() and torch.cuda.is_initialized()
+
+    @staticmethod
+    def _own_generators(runner) -> None:
+        """A private generator for each built loop's dataloader that has
+        none (idempotent; a loop still given as a config is skipped)."""
+        seed = runner.seed if isinstance(runner.seed, int) else 0
+        for offset, name in enumerate(_LOOPS):
+            loader = getattr(getattr(runner, name, None), 'dataloader', None)
+            if isinstance(loader, DataLoader) and loader.generator is None:
+                loader.generator = torch.Generator().manual_seed(
+                    (seed + offset) % 2**63)
+
+    # every dataloader mmengine builds exists by ``before_run``; the later
+    # calls only cover loops built afterwards (before their first iterator)
+    def before_run(self, runner) -> None:
+        self._own_generators(runner)
+
+    def before_train(self, runner) -> None:
+        self._own_generators(runner)
+
+    def before_val_epoch(self, runner) -> None:
+        self._own_generators(runner)
+
+    def before_test_epoch(self, runner) -> None:
+        self._own_generators(runner)
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None,
+                         outputs=None) -> None:
+        """Every rank's state, for rank 0's checkpoint (collective)."""
+        if get_world_size() == 1:
+            return
+        states = dict(cpu=all_gather(torch.get_rng_state()))
+        if self._cuda_in_use():
+            states['cuda'] = all_gather(torch.cuda.get_rng_state())
+        self._gathered = (runner.iter, states)
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
         state = dict(cpu=torch.get_rng_state())
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
+        if self._cuda_in_use():
             state['cuda'] = torch.cuda.get_rng_state_all()
+        if self._gathered is not None and self._gathered[0] == runner.iter:
+            ranks = self._gathered[1]
+            state['cpu_ranks'] = [t.cpu() for t in ranks['cpu']]
+            if 'cuda' in ranks:
+                state['cuda_ranks'] = [t.cpu() for t in ranks['cuda']]
         checkpoint['torch_rng_state'] = state
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         state = checkpoint.get('torch_rng_state')
         if not state or not getattr(runner, '_resume', False):
             return
-        torch.set_rng_state(state['cpu'])
+        rank, world_size = get_rank(), get_world_size()
+        cpu_ranks = state.get('cpu_ranks')
+        if cpu_ranks and len(cpu_ranks) == world_size:
+            torch.set_rng_state(cpu_ranks[rank])
+        else:
+            torch.set_rng_state(state['cpu'])
+        cuda_ranks = state.get('cuda_ranks')
+        if cuda_ranks and len(cuda_ranks) == world_size and \
+                torch.cuda.is_available():
+            torch.cuda.set_rng_state(cuda_ranks[rank])
+            return
         cuda = state.get('cuda')
         if cuda and torch.cuda.is_available() and \
                 len(cuda) == torch.cuda.device_count():

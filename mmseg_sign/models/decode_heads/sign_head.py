@@ -1,5 +1,8 @@
 """SIGNHead: classifier C, generator G, discriminator D and the frozen
-word-embedding mapping M (paper section 3.2, DESIGN.md §3.2-3.3)."""
+word-embedding mapping M (paper section 3.2; how the stages use them is
+described in docs/reproduction.md)."""
+import logging
+import os
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -7,6 +10,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
+
+from mmengine.logging import print_log
 
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from mmseg.registry import MODELS
@@ -64,9 +69,30 @@ class SIGNHead(BaseDecodeHead):
       segmentor) and D a separate MLP (``discriminator_hidden``), as the
       paper draws them.
 
+    The class-embedding table M is read from ``class_embeddings`` when the
+    head is built, and it is also saved in every checkpoint (the buffer
+    ``decode_head.class_embedding``). So that a checkpoint alone is enough
+    for inference (``mmseg.apis.init_model(config, checkpoint)`` or
+    ``MMSegInferencer`` from any directory, where a relative table path
+    does not resolve), a table file that does not exist is not an error at
+    build time: the head warns, builds a zero placeholder table
+    ``[num_classes, embed_dim]`` and waits for the checkpoint, whose
+    ``class_embedding`` replaces it (its shape is taken from the
+    checkpoint; G's input layer is rebuilt if the width differs).
+    Until then :meth:`require_table` raises the reader's error (naming the
+    file and how to build it); training calls it, so training never runs
+    on a placeholder. ``class_names`` is None in that case: the class
+    names of a loaded checkpoint are ``meta.dataset_meta.classes``
+    (``init_model`` puts them in ``model.dataset_meta``). A path that
+    exists but is unreadable (or ``None``) still fails at build time.
+
     Args:
         class_embeddings (str): ``.npz`` table (class names + vectors); it
-            must list the model's classes in order.
+            must list the model's classes in order. If the file does not
+            exist, the table must come from a checkpoint (above).
+        embed_dim (int): width of the placeholder table built when the
+            ``class_embeddings`` file is missing (ignored otherwise; a
+            loaded checkpoint's table sets the real width).
         unseen_classes (Sequence[str | int], optional): the unseen classes.
             Default: set from the training dataset's metainfo when training
             starts (``SIGNStageHook``), so the split has one source.
@@ -120,6 +146,7 @@ class SIGNHead(BaseDecodeHead):
                  mmd_max_pixels: int = 256,
                  gen_unseen_rate: float = 9.0,
                  calibration: float = 0.0,
+                 embed_dim: int = 600,
                  **kwargs):
         kwargs.setdefault('in_index', 0)
         kwargs.setdefault(
@@ -141,14 +168,15 @@ class SIGNHead(BaseDecodeHead):
         if gen_unseen_rate is None or gen_unseen_rate <= -1:
             raise ValueError('gen_unseen_rate must be > -1 (unseen prior '
                              f'1 + rate), got {gen_unseen_rate}.')
-        names, table = self._load_table(class_embeddings)
-        self.class_names = tuple(names)
+        names, table = self._load_table(class_embeddings, embed_dim)
+        self.class_names = None if names is None else tuple(names)
         # M: frozen mapping from a class index to its word embedding
         self.register_buffer('class_embedding', torch.from_numpy(table))
         self.register_buffer('unseen_mask',
                              torch.zeros(self.num_classes, dtype=torch.bool))
         self.unseen_classes = unseen_classes
-        if unseen_classes is not None:
+        if unseen_classes is not None and names is not None:
+            # (placeholder table: the checkpoint's unseen_mask is the split)
             self.set_class_split(unseen_classes)
         embed_dim = table.shape[1]
         self.latent_channels = latent_channels
@@ -179,10 +207,32 @@ class SIGNHead(BaseDecodeHead):
         self.gen_unseen_rate = gen_unseen_rate
         self.calibration = calibration
 
-    def _load_table(self, path: str) -> Tuple[List[str], np.ndarray]:
-        # the project's one validated reader: a missing, empty, truncated
-        # or non-npz file (or None) gets a message naming it and the fix
-        names, table = read_class_embeddings(path)
+    def _load_table(self, path: str, embed_dim: int = 600
+                    ) -> Tuple[Optional[List[str]], np.ndarray]:
+        """The table file's class names and ``[K, D]`` table; ``(None,
+        zeros [num_classes, embed_dim])`` if the file does not exist (the
+        table must then come from a checkpoint, see the class docstring).
+        """
+        self._table_from_checkpoint = False
+        self._table_error = None
+        try:
+            # the project's one validated reader: a missing, empty,
+            # truncated or non-npz file (or None) gets a message naming it
+            # and the fix
+            names, table = read_class_embeddings(path)
+        except FileNotFoundError as err:
+            if path is None or os.path.isdir(os.fspath(path)):
+                raise
+            self._table_from_checkpoint = True
+            self._table_error = str(err)
+            print_log(
+                f'SIGNHead: the class-embedding table {path} does not exist '
+                f'(cwd: {os.getcwd()}); a zero placeholder '
+                f'[{self.num_classes}, {embed_dim}] is used and the table '
+                'will come from the checkpoint (decode_head.class_embedding)'
+                '. Inference needs a checkpoint; training needs the file.',
+                logger='current', level=logging.WARNING)
+            return None, np.zeros((self.num_classes, embed_dim), np.float32)
         if len(names) != self.num_classes:
             raise ValueError(
                 f'{path}: the class-embedding table has {len(names)} '
@@ -192,18 +242,58 @@ class SIGNHead(BaseDecodeHead):
                 'tools/dataset_converters/cagnet_word_vectors.py).')
         return names, table
 
+    def require_table(self) -> None:
+        """Raise (``FileNotFoundError``, naming the table file and how to
+        build it) if the class-embedding table is still the placeholder of
+        a missing file, i.e. neither the file nor a checkpoint gave it.
+        Training must call this before its first step."""
+        if self._table_from_checkpoint:
+            raise FileNotFoundError(
+                f'{self._table_error} SIGNHead has only a placeholder '
+                'class-embedding table (the file is missing and no '
+                'checkpoint with decode_head.class_embedding was loaded); '
+                'training needs the table file.')
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata,
+                              strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # a placeholder table takes the checkpoint's table (and its width)
+        saved = state_dict.get(prefix + 'class_embedding')
+        if self._table_from_checkpoint and isinstance(saved, Tensor) and \
+                saved.dim() == 2 and saved.shape[0] == self.num_classes:
+            if saved.shape != self.class_embedding.shape:
+                self.class_embedding = self.class_embedding.new_zeros(
+                    saved.shape)
+                first = self.generator[0]
+                width = saved.shape[1] + self.latent_channels
+                if first.in_features != width:
+                    self.generator[0] = nn.Linear(
+                        width, first.out_features).to(first.weight.device)
+            self._table_from_checkpoint = False
+            self._table_error = None
+        super()._load_from_state_dict(state_dict, prefix, local_metadata,
+                                      strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     # ---------------------------------------------------------------- split
     def set_class_split(self, unseen: Sequence[Union[str, int]],
                         classes: Optional[Sequence[str]] = None) -> None:
         """Mark the unseen classes; ``classes`` (the dataset's) must match
-        the embedding table's class list when given."""
-        if classes is not None and tuple(classes) != self.class_names:
+        the embedding table's class list when given. Names compare after
+        ``str.strip()`` (mmseg's ADE20K class ``'bed '`` is ``'bed'`` in a
+        table built from a class file)."""
+        def _strip(names):
+            return tuple(str(n).strip() for n in names)
+
+        if classes is not None and _strip(classes) != _strip(
+                self.class_names):
             raise ValueError(
                 'The dataset classes differ from the class-embedding table '
                 f'({len(classes)} vs {len(self.class_names)} classes; first '
                 'difference: ' + next(
                     (f'#{i}: {a!r} vs {b!r}' for i, (a, b) in enumerate(
-                        zip(classes, self.class_names)) if a != b),
+                        zip(_strip(classes), _strip(self.class_names)))
+                     if a != b),
                     'length') + '). Build the table for this dataset.')
         _, unseen_names = resolve_split(self.class_names, unseen=unseen)
         mask = torch.tensor([c in unseen_names for c in self.class_names])

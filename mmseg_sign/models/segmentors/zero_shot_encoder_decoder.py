@@ -1,5 +1,6 @@
 """ZeroShotEncoderDecoder: an EncoderDecoder whose ``train_step`` runs the
-step of the current SIGN stage over an ``OptimWrapperDict`` (DESIGN §3.4).
+step of the current SIGN stage over an ``OptimWrapperDict`` (the stages:
+docs/reproduction.md).
 """
 import copy
 import math

@@ -1,0 +1,92 @@
+# SIGN's two-stage plan and optimizers (the authors' recipe, as in
+# configs/sign/sign_voc.py): 40k iterations of training (E, SIM; C + D; G)
+# then 6k of feature-generator transfer. Pair it with a SIGN model base, a
+# dataset base and mmseg::_base_/default_runtime.py (configs/sign/
+# sign_ade20k.py). Needs `custom_imports = dict(imports=['mmseg_sign'])`.
+# The iteration counts are baked into the schedulers below when this file is
+# parsed: to shorten the plan, override stages / param_scheduler / train_cfg
+# together (tests/test_any_dataset.py does).
+train_iters, transfer_iters = 40000, 6000
+stages = [
+    dict(name='train', iters=train_iters),
+    dict(name='transfer', iters=transfer_iters, mode='alternate'),
+]
+
+# Segmentor (E, SIM): SGD 2.5e-4, poly; 10x ASPP weights, 20x ASPP biases
+# (no weight decay), 5x SIM encoder and reparameterisation module.
+# D (+ C on the shared trunk): Adam 2.5e-4; G: Adam 2e-4; both x0.71 every
+# 5k iterations from 10k. Transfer: Adam 5e-5 for C + D and for G, x0.1
+# every 1k from 3k. Self-training: SGD 5e-5 poly.
+segmentor_paramwise = dict(custom_keys={
+    'neck.input_proj': dict(lr_mult=10.0),
+    **{f'neck.input_proj.{i}.conv.bias': dict(lr_mult=20.0, decay_mult=0.0)
+       for i in range(4)},
+    'neck.encoder': dict(lr_mult=5.0),
+    'neck.reparam': dict(lr_mult=5.0),
+})
+classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
+optim_wrapper = dict(
+    constructor='ModuleGroupOptimWrapperConstructor',
+    segmentor=dict(
+        optimizer=dict(
+            type='SGD', lr=2.5e-4, momentum=0.9, weight_decay=5e-4),
+        modules=['backbone', 'neck'],
+        paramwise_cfg=segmentor_paramwise),
+    generator=dict(
+        optimizer=dict(type='Adam', lr=2e-4, betas=(0.5, 0.999)),
+        modules=['decode_head.generator']),
+    discriminator=dict(
+        optimizer=dict(
+            type='Adam', lr=2.5e-4, betas=(0.5, 0.999), weight_decay=5e-4),
+        modules=['decode_head.discriminator', *classifier_modules]),
+    transfer=dict(
+        optimizer=dict(
+            type='Adam', lr=5e-5, betas=(0.5, 0.999), weight_decay=5e-4),
+        modules=['decode_head.discriminator', *classifier_modules]),
+    transfer_generator=dict(
+        optimizer=dict(type='Adam', lr=5e-5, betas=(0.5, 0.999)),
+        modules=['decode_head.generator']),
+    self_train=dict(
+        optimizer=dict(
+            type='SGD', lr=5e-5, momentum=0.9, weight_decay=5e-4),
+        modules=['backbone', 'neck', *classifier_modules],
+        paramwise_cfg=segmentor_paramwise))
+train_gan_decay = [
+    dict(type='MultiStepLR', gamma=0.71, by_epoch=False, begin=0,
+         end=train_iters, milestones=list(range(10000, train_iters, 5000)))
+]
+transfer_decay = [
+    dict(type='MultiStepLR', gamma=0.1, by_epoch=False, begin=train_iters,
+         end=train_iters + transfer_iters,
+         milestones=list(range(3000, transfer_iters, 1000)))
+]
+param_scheduler = dict(
+    segmentor=[
+        dict(type='PolyLR', power=0.9, eta_min=0.0, begin=0,
+             end=train_iters, by_epoch=False)
+    ],
+    generator=train_gan_decay,
+    discriminator=train_gan_decay,
+    transfer=transfer_decay,
+    transfer_generator=transfer_decay,
+    self_train=[])
+
+train_cfg = dict(
+    type='IterBasedTrainLoop',
+    max_iters=train_iters + transfer_iters,
+    val_interval=4000)  # SIGNStageHook also validates at stage ends
+val_cfg = dict(type='ValLoop')
+test_cfg = dict(type='TestLoop')
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+default_hooks = dict(
+    timer=dict(type='IterTimerHook'),
+    logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
+    param_scheduler=dict(type='ParamSchedulerHook'),
+    checkpoint=dict(
+        type='CheckpointHook', by_epoch=False, interval=2000,
+        save_last=True),
+    sampler_seed=dict(type='DistSamplerSeedHook'),
+    visualization=dict(type='SegVisualizationHook'))

@@ -1,0 +1,96 @@
+"""The stage plan is checked before iteration 1, and a plan can grow: a
+run resumed after stages and their optimizers were added to the config
+continues (the new optimizer wrappers start fresh)."""
+import shutil
+
+import pytest
+
+from e2e_utils import run_tool, write_config
+
+TRAIN_ONLY = """
+stages = [dict(name='train', iters=2)]
+custom_hooks = [dict(type='SIGNStageHook', stages=stages),
+                dict(type='TorchRNGStateHook')]
+train_cfg = dict(max_iters=2, val_interval=100)
+optim_wrapper = dict(
+    _delete_=True, constructor='ModuleGroupOptimWrapperConstructor',
+    segmentor=dict(optimizer=dict(type='SGD', lr=0.01, momentum=0.9),
+                   modules=['backbone', 'neck']),
+    generator=dict(optimizer=dict(type='Adam', lr=1e-3),
+                   modules=['decode_head.generator']),
+    discriminator=dict(optimizer=dict(type='Adam', lr=1e-3),
+                       modules=['decode_head.discriminator',
+                                'decode_head.trunk', 'decode_head.conv_seg']))
+param_scheduler = dict(_delete_=True, segmentor=[], generator=[],
+                       discriminator=[])
+default_hooks = dict(checkpoint=dict(interval=2))
+"""
+WITH_TRANSFER = """
+stages = [dict(name='train', iters=2),
+          dict(name='transfer', iters=2, mode='alternate', block_iters=1)]
+custom_hooks = [dict(type='SIGNStageHook', stages=stages),
+                dict(type='TorchRNGStateHook')]
+train_cfg = dict(max_iters=4, val_interval=100)
+default_hooks = dict(checkpoint=dict(interval=2))
+"""
+
+
+@pytest.fixture(scope='module')
+def workspace(tmp_path_factory, toy_root):
+    ws = tmp_path_factory.mktemp('ws')
+    shutil.copytree(toy_root, ws / 'data' / 'toy')
+    return ws
+
+
+def test_resume_after_adding_a_stage_and_its_optimizers(workspace):
+    """Before: KeyError 'transfer' from mmengine's scheduler resume."""
+    wd = str(workspace / 'wd_grow')
+    a = write_config(workspace / 'a.py', 'configs/sign/sign_toy.py',
+                     TRAIN_ONLY)
+    run_tool(['train.py', a, '--work-dir', wd], workspace)
+    b = write_config(workspace / 'b.py', 'configs/sign/sign_toy.py',
+                     WITH_TRANSFER)
+    out = run_tool(['train.py', b, '--work-dir', wd, '--resume'], workspace)
+    assert 'resumed epoch: 0, iter: 2' in out
+    assert "no state for the optimizer wrappers ['transfer', " \
+        "'transfer_generator', 'self_train']" in out
+    assert "SIGN stage 'transfer' (2/2): iterations 3-4" in out
+    assert (workspace / 'wd_grow' / 'iter_4.pth').exists()
+
+
+def test_plan_without_train_stage_needs_load_from(workspace):
+    cfg = write_config(workspace / 'c.py', 'configs/sign/sign_toy.py', """
+stages = [dict(name='transfer', iters=2)]
+custom_hooks = [dict(type='SIGNStageHook', stages=stages)]
+train_cfg = dict(max_iters=2, val_interval=100)
+""")
+    with pytest.raises(AssertionError, match="starts with 'transfer'.*"
+                       'load_from=PATH'):
+        run_tool(['train.py', cfg, '--work-dir',
+                  str(workspace / 'wd_c')], workspace)
+    assert not (workspace / 'wd_c' / 'iter_1.pth').exists()
+
+
+def test_transfer_needs_unseen_classes(embedding_table):
+    """A head whose split has no unseen class cannot learn them (checked
+    before iteration 1); a runner stand-in carries only what the check
+    reads (the config and the resume flag)."""
+    from types import SimpleNamespace
+
+    from mmengine.config import Config
+
+    from mmseg.registry import MODELS
+    from mmseg_sign.engine.hooks import SIGNStageHook
+    head = MODELS.build(dict(
+        type='SIGNHead', in_channels=8, channels=8, num_classes=5,
+        class_embeddings=embedding_table[0], latent_channels=8,
+        generator_hidden=(16, ), generator_dropout=0.0, trunk_channels=16))
+    assert not head.unseen_mask.any()
+    runner = SimpleNamespace(cfg=Config(), _resume=False)
+    hook = SIGNStageHook([dict(name='train', iters=1),
+                          dict(name='transfer', iters=1)])
+    with pytest.raises(ValueError, match=r"stages \['transfer'\] learn "
+                       'the unseen classes, but the split has none'):
+        hook._check_plan_can_learn(runner, head)
+    head.set_class_split(['c4'])
+    hook._check_plan_can_learn(runner, head)  # passes

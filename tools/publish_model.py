@@ -1,0 +1,145 @@
+"""Make a SIGN training checkpoint into a small inference checkpoint.
+
+    python tools/publish_model.py work_dirs/sign_voc/iter_26000.pth \\
+        checkpoints/sign_voc.pth
+    # -> checkpoints/sign_voc-<first 8 hex digits of its sha256>.pth
+
+Like mmseg's ``tools/misc/publish_model.py``, for SIGN checkpoints. Kept:
+
+* ``state_dict`` without the modules that only training uses: the
+  generator G (``decode_head.generator.*``) and D's GAN head
+  (``decode_head.discriminator.*``). In the ``'shared_trunk'`` classifier
+  layout ``decode_head.trunk`` is part of the classifier C and is kept,
+  and so are the class-embedding table (``decode_head.class_embedding``,
+  so that no table file is needed for inference) and the split
+  (``decode_head.unseen_mask``).
+* ``meta``: ``dataset_meta`` (class names, unseen classes, palette),
+  ``mmseg_version``, ``mmseg_sign_version``, ``config`` / ``cfg``,
+  ``experiment_name``, ``seed``, plus ``sign_inference_only=True`` (the
+  strict check of ``tools/test.py`` then does not ask for G and D).
+
+Dropped: ``optimizer``, ``param_schedulers``, ``message_hub``, the
+self-training teacher ``sign_teacher`` and everything else. The output
+holds only tensors, numbers, strings, lists and dicts, so it loads with
+``torch.load(path, weights_only=True)``.
+"""
+import argparse
+import os
+import os.path as osp
+import re
+from collections.abc import Mapping
+from hashlib import sha256
+
+import torch
+
+BLOCK_SIZE = 128 * 1024
+# modules that inference does not run (G; D's GAN head)
+TRAINING_ONLY_PREFIXES = ('decode_head.generator.',
+                          'decode_head.discriminator.')
+KEPT_META = ('dataset_meta', 'mmseg_version', 'mmseg_sign_version',
+             'mmengine_version', 'config', 'cfg', 'experiment_name', 'seed',
+             'time', 'epoch', 'iter')
+INFERENCE_ONLY = 'sign_inference_only'
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description='Strip a SIGN checkpoint for publishing (inference '
+        'weights + meta) and name it after its sha256')
+    parser.add_argument('in_file', help='input checkpoint filename')
+    parser.add_argument('out_file', help='output checkpoint filename')
+    parser.add_argument(
+        '--no-hash', action='store_true',
+        help='write OUT as given, without the -<sha256[:8]> suffix')
+    return parser.parse_args(argv)
+
+
+def sha256sum(filename: str) -> str:
+    """SHA256 digest of a file."""
+    hash_func = sha256()
+    byte_array = bytearray(BLOCK_SIZE)
+    memory_view = memoryview(byte_array)
+    with open(filename, 'rb', buffering=0) as file:
+        for block in iter(lambda: file.readinto(memory_view), 0):
+            hash_func.update(memory_view[:block])
+    return hash_func.hexdigest()
+
+
+def _plain(value):
+    """``value`` with only types ``torch.load(weights_only=True)`` reads
+    (numpy scalars / arrays become Python numbers / lists, tuples lists,
+    anything else its string)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.Tensor):
+        return value
+    if hasattr(value, 'tolist'):  # numpy scalars and arrays
+        return _plain(value.tolist())
+    return str(value)
+
+
+def strip_checkpoint(checkpoint: Mapping) -> dict:
+    """The published form of a SIGN training checkpoint (module
+    docstring)."""
+    if not isinstance(checkpoint, Mapping):
+        raise ValueError(f'the checkpoint is a {type(checkpoint).__name__},'
+                         ' not a dict')
+    state = checkpoint.get('state_dict', checkpoint)
+    if not isinstance(state, Mapping) or not all(
+            isinstance(v, torch.Tensor) for v in state.values()):
+        raise ValueError('the checkpoint has no state_dict of tensors')
+    kept = {}
+    for key, value in state.items():
+        name = re.sub(r'^module\.', '', key)
+        if name.startswith(TRAINING_ONLY_PREFIXES):
+            continue
+        kept[name] = value.detach().cpu().clone()
+    if not any(k.startswith('decode_head.conv_seg.') for k in kept):
+        raise ValueError('no decode_head.conv_seg weights: not a SIGN '
+                         'segmentor checkpoint')
+    meta = checkpoint.get('meta') if 'state_dict' in checkpoint else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    out_meta = {k: _plain(meta[k]) for k in KEPT_META if k in meta}
+    out_meta[INFERENCE_ONLY] = True
+    return dict(state_dict=kept, meta=out_meta)
+
+
+def _size(path: str) -> str:
+    return f'{os.path.getsize(path) / 2**20:.2f} MiB'
+
+
+def process_checkpoint(in_file: str, out_file: str,
+                       add_hash: bool = True) -> str:
+    """Write the published checkpoint; return its final path."""
+    # the input is a training checkpoint of one's own run (it may hold
+    # the teacher's or optimizers' objects), so a full load is needed
+    checkpoint = torch.load(in_file, map_location='cpu', weights_only=False)
+    published = strip_checkpoint(checkpoint)
+    out_dir = osp.dirname(osp.abspath(out_file))
+    os.makedirs(out_dir, exist_ok=True)
+    torch.save(published, out_file)
+    final_file = out_file
+    if add_hash:
+        sha = sha256sum(out_file)
+        stem = out_file[:-4] if out_file.endswith('.pth') else out_file
+        final_file = f'{stem}-{sha[:8]}.pth'
+        os.replace(out_file, final_file)
+    print(f'{in_file}: {_size(in_file)}, '
+          f'{len(checkpoint.get("state_dict", checkpoint))} tensors')
+    print(f'{final_file}: {_size(final_file)}, '
+          f'{len(published["state_dict"])} tensors')
+    print(final_file)
+    return final_file
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    process_checkpoint(args.in_file, args.out_file, not args.no_hash)
+
+
+if __name__ == '__main__':
+    main()
