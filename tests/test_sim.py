@@ -126,3 +126,34 @@ def test_self_attention_matches_explicit_softmax_attention():
     h = h + enc.out_proj(attn)
     want = h + enc.ffn(enc.norm2(h))
     torch.testing.assert_close(enc(x), want, rtol=1e-5, atol=1e-5)
+
+
+def test_multi_level_input_and_argument_errors():
+    """in_index list + 'resize_concat' fuses backbone levels (as mmseg's
+    heads); unknown arguments and bad indices are clear errors."""
+    sim = MODELS.build(dict(
+        type='SIM', in_channels=[4, 6], in_index=[0, 2],
+        input_transform='resize_concat', channels=8, pe_channels=8,
+        num_heads=2, latent_channels=8, latent_hidden=4, dilations=(1, 2)))
+    levels = [torch.randn(1, 4, 8, 8), torch.randn(1, 5, 4, 4),
+              torch.randn(1, 6, 4, 4)]
+    fused = sim._select_inputs(levels)
+    assert fused.shape == (1, 10, 8, 8)
+    torch.testing.assert_close(fused[:, :4], levels[0])
+    torch.testing.assert_close(
+        fused[:, 4:], torch.nn.functional.interpolate(
+            levels[2], size=(8, 8), mode='bilinear', align_corners=False))
+    assert sim(levels)[0].shape == (1, 8, 8, 8)
+    with pytest.raises(TypeError, match='input_transfrom'):
+        MODELS.build(dict(type='SIM', in_channels=8, channels=8,
+                          input_transfrom='resize_concat'))
+    with pytest.raises(ValueError, match='several .a list. with'):
+        MODELS.build(dict(type='SIM', in_channels=8, channels=8,
+                          in_index=[0, 1]))
+    single = MODELS.build(dict(type='SIM', in_channels=6, channels=8,
+                               in_index=3, pe_channels=8, num_heads=2,
+                               latent_channels=8, latent_hidden=4,
+                               dilations=(1, 2)))
+    with pytest.raises(IndexError, match=r'in_index=3, but the backbone '
+                       r'gives 3 output\(s\)'):
+        single(levels)

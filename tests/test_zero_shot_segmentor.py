@@ -147,8 +147,10 @@ def test_stage_updates_only_its_parameters(embedding_table, classifier,
                        after['decode_head.class_embedding'])
     for v in log_vars.values():
         assert torch.isfinite(v)
-    assert set(log_vars) == losses | ({'acc_seg'} if stage == 'train'
-                                      else set())
+    assert set(log_vars) == losses | {'loss'} | (
+        {'acc_seg'} if stage == 'train' else set())
+    torch.testing.assert_close(log_vars['loss'], sum(
+        v for k, v in log_vars.items() if k.startswith('loss_')))
     if stage == 'self_train':
         assert log_vars['st_pixels'] > 0
 

@@ -4,6 +4,7 @@ from typing import Optional, Sequence, Tuple
 import torch
 from mmengine.model import BaseModule
 
+from mmseg.models.utils import resize
 from mmseg.registry import MODELS
 from ..utils import PE_TYPES, positional_encoding_2d
 from .deeplabv2_aspp import DeepLabV2ASPP
@@ -28,9 +29,10 @@ class SpatialInformationModule(BaseModule):
     G is conditioned on. This is the authors' released feature path.
 
     Args:
-        in_channels (int): channels of the selected backbone level.
+        in_channels (int | list[int]): channels of the selected backbone
+            level (a list, one per level, with ``'resize_concat'``).
         channels (int): feature channels ``C`` of ``F_x`` (600 in the paper).
-        in_index (int): which backbone output to use.
+        in_index (int | list[int]): which backbone output(s) to use.
         input_proj (str | None): ``'aspp'``: the DeepLab-v2 ASPP (sum of
             3×3 convs with ``dilations``) from ``in_channels`` to
             ``channels``, so that backbone + projection is the paper's
@@ -51,6 +53,11 @@ class SpatialInformationModule(BaseModule):
             context maps (256 in the paper).
         latent_dilations (Sequence[int]): their dilations (1, 2, 5).
         logvar_relu (bool): ReLU on ``logvar`` as in the authors' code.
+        input_transform (str, optional): ``'resize_concat'`` fuses several
+            levels (HRNet / MiT): resized to the first one's size and
+            concatenated before the input projection.
+        encoder_cfg (dict, optional): extra arguments of the encoding
+            module (e.g. ``ffn_ratio``, ``dropout``).
         z_modulation (bool): ``F_x = sigmoid(h' + h'·sigmoid(z))`` (default,
             the paper). ``False`` gives ``F_x = sigmoid(h')``, where mu and
             logvar learn from the KL term alone and ``z`` collapses to
@@ -77,9 +84,27 @@ class SpatialInformationModule(BaseModule):
                  latent_dilations: Sequence[int] = (1, 2, 5),
                  logvar_relu: bool = True,
                  z_modulation: bool = True,
-                 init_cfg=None,
-                 **encoder_kwargs):
+                 input_transform: Optional[str] = None,
+                 encoder_cfg: Optional[dict] = None,
+                 init_cfg=None):
         super().__init__(init_cfg=init_cfg)
+        if input_transform not in (None, 'resize_concat'):
+            raise ValueError("SIM input_transform must be None or "
+                             f"'resize_concat', got {input_transform!r}.")
+        if (input_transform is None) != isinstance(in_index, int):
+            raise ValueError(
+                'SIM: give one backbone level (an int in_index) without '
+                "input_transform, or several (a list) with input_transform="
+                f"'resize_concat'; got in_index={in_index!r}, "
+                f'input_transform={input_transform!r}.')
+        if input_transform == 'resize_concat' and \
+                not isinstance(in_channels, (list, tuple)):
+            raise ValueError(
+                "SIM input_transform='resize_concat' needs in_channels as a "
+                'list, one per in_index level.')
+        self.input_transform = input_transform
+        if isinstance(in_channels, (list, tuple)):
+            in_channels = sum(in_channels)
         if arch not in SIM_ENCODERS:
             raise ValueError(f'SIM arch must be one of {list(SIM_ENCODERS)}'
                              f', got {arch!r}.')
@@ -109,7 +134,7 @@ class SpatialInformationModule(BaseModule):
                              f'{input_proj!r}.')
         self.encoder = SIM_ENCODERS[arch](
             channels + self.pe_channels, channels, num_heads=num_heads,
-            **encoder_kwargs)
+            **(encoder_cfg or {}))
         if latent_channels != channels:
             raise ValueError(
                 f'SIM latent_channels ({latent_channels}) must equal '
@@ -120,6 +145,28 @@ class SpatialInformationModule(BaseModule):
             logvar_relu)
         self.z_modulation = z_modulation
 
+    def _select_inputs(self, inputs) -> torch.Tensor:
+        """The backbone level(s) ``in_index`` names, as one map: several
+        levels are resized (bilinear) to the first one's size and
+        concatenated, like mmseg's heads' ``'resize_concat'``."""
+        if not isinstance(inputs, (list, tuple)):
+            return inputs
+        indices = [self.in_index] if self.input_transform is None \
+            else list(self.in_index)
+        for i in indices:
+            if not -len(inputs) <= i < len(inputs):
+                raise IndexError(
+                    f'SIM in_index={self.in_index!r}, but the backbone '
+                    f'gives {len(inputs)} output(s) (indices 0..'
+                    f'{len(inputs) - 1}); set neck.in_index, or the '
+                    "backbone's out_indices.")
+        if self.input_transform is None:
+            return inputs[self.in_index]
+        levels = [inputs[i] for i in indices]
+        return torch.cat([levels[0]] + [
+            resize(x, size=levels[0].shape[2:], mode='bilinear',
+                   align_corners=False) for x in levels[1:]], dim=1)
+
     def positional_encoding(self, x: torch.Tensor) -> torch.Tensor:
         """``[B, pe_channels, H, W]`` for feature map ``x``."""
         b, _, h, w = x.shape
@@ -129,8 +176,7 @@ class SpatialInformationModule(BaseModule):
         return pe.to(x.dtype)[None].expand(b, -1, -1, -1)
 
     def forward(self, inputs) -> Tuple[torch.Tensor, ...]:
-        x = inputs[self.in_index] if isinstance(inputs,
-                                                (list, tuple)) else inputs
+        x = self._select_inputs(inputs)
         h = x if self.input_proj is None else self.input_proj.project(x)
         enc_in = torch.sigmoid(h)
         if self.pe_channels:

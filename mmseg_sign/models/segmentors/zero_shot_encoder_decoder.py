@@ -208,7 +208,11 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         data = self.data_preprocessor(data, True)
         self._refuse_unseen_labels(data['data_samples'])
         step = getattr(self, f'_{self.stage}_step')
-        return step(data['inputs'], data['data_samples'], optim_wrapper)
+        log_vars = step(data['inputs'], data['data_samples'], optim_wrapper)
+        # mmseg's total `loss`: the sum of this iteration's loss terms
+        log_vars['loss'] = sum(v for k, v in log_vars.items()
+                               if k.startswith('loss'))
+        return log_vars
 
     def _refuse_unseen_labels(self, data_samples) -> None:
         """No training batch may label a pixel with an unseen class (it
