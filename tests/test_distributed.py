@@ -65,3 +65,51 @@ def test_two_process_gradients_are_averaged():
         assert grads_differ, 'ranks saw the same data; the test is void'
         assert matches_mean, f'rank {rank}: step != mean of rank gradients'
         assert ranks_equal, f'rank {rank}: weights differ across ranks'
+
+
+def buffer_worker(rank, world_size, port, queue):
+    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
+    dist.init_process_group('gloo', rank=rank, world_size=world_size)
+    try:
+        from mmseg_sign.engine import ZeroShotDataParallel
+
+        class BNModel(torch.nn.Module):
+            """Records its BN statistics when a step starts, then updates
+            them on this rank's data (as a training forward does)."""
+
+            def __init__(self):
+                super().__init__()
+                self.bn = torch.nn.BatchNorm1d(3)
+                self.at_start = []
+
+            def train_step(self, data, optim_wrapper):
+                self.at_start.append(self.bn.running_mean.clone())
+                self.bn.train()(data)
+                return {}
+
+        wrapped = ZeroShotDataParallel(BNModel())
+        for step in range(2):
+            x = torch.randn(8, 3, generator=torch.Generator().manual_seed(
+                10 * rank + step)) + rank
+            wrapped.train_step(x, None)
+        out = []
+        for t in (*wrapped.module.at_start,
+                  wrapped.module.bn.running_mean):
+            gathered = [torch.zeros_like(t) for _ in range(world_size)]
+            dist.all_gather(gathered, t)
+            out.append(torch.equal(gathered[0], gathered[1]))
+        queue.put((rank, *out))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_process_buffers_follow_rank_0():
+    """Like DDP's broadcast_buffers: each step starts from rank 0's BN
+    statistics, so the processes do not drift apart."""
+    ctx = mp.get_context('spawn')
+    queue = ctx.Queue()
+    mp.spawn(buffer_worker, args=(2, free_port(), queue), nprocs=2,
+             join=True)
+    for rank, start1, start2, end in sorted(queue.get() for _ in range(2)):
+        assert start1 and start2, f'rank {rank}: statistics not broadcast'
+        assert not end, 'ranks saw the same data; the test is void'

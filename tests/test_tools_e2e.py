@@ -177,3 +177,17 @@ def test_sign_two_process_training(workspace):
     assert 'gloo' in out
     assert "SIGN stage 'self_train' (3/3)" in out
     assert osp.exists(osp.join(wd, 'iter_10.pth'))
+    # killed after iteration 5 (transfer), resumed with 2 processes: the
+    # same weights (every rank restores its own RNG state, and each step
+    # starts from rank 0's BN statistics, as DDP's broadcast_buffers)
+    wd2 = workspace / 'wd_ddp_killed_5'
+    wd2.mkdir()
+    shutil.copy(osp.join(wd, 'iter_5.pth'), wd2 / 'iter_5.pth')
+    (wd2 / 'last_checkpoint').write_text(str(wd2 / 'iter_5.pth'))
+    run_tool(['train.py', cfg, '--work-dir', str(wd2), '--resume'],
+             workspace, launcher='pytorch')
+    want = load_state(osp.join(wd, 'iter_10.pth'))
+    got = load_state(str(wd2 / 'iter_10.pth'))
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
+                                   msg=key)

@@ -222,3 +222,22 @@ def test_train_step_refuses_unseen_labels(embedding_table):
     with pytest.raises(ValueError, match=r"unseen classes \['c4'\].*"
                        'MaskUnseenClasses'):
         model.train_step(data, ow)
+
+
+def test_auxiliary_head_is_refused(embedding_table):
+    """An mmseg base's auxiliary head would silently stay untrained."""
+    cfg = dict(type='ZeroShotEncoderDecoder',
+               backbone=dict(type='ResNetV1c', depth=18, base_channels=4,
+                             stem_channels=4, out_indices=(2, 3)),
+               neck=dict(type='SIM', in_channels=32, channels=8,
+                         dilations=(1, 2), pe_channels=8, num_heads=2,
+                         latent_channels=8, latent_hidden=4),
+               decode_head=dict(type='SIGNHead', in_channels=8, channels=8,
+                                num_classes=5,
+                                class_embeddings=embedding_table[0],
+                                latent_channels=8, generator_hidden=(16, ),
+                                generator_dropout=0.0, trunk_channels=16),
+               auxiliary_head=dict(type='FCNHead', in_channels=16,
+                                   in_index=0, channels=8, num_classes=5))
+    with pytest.raises(ValueError, match='does not train an auxiliary head'):
+        MODELS.build(cfg)

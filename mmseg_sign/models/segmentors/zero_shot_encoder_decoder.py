@@ -154,6 +154,13 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         if not self.with_neck:
             raise ValueError('ZeroShotEncoderDecoder needs a neck (the SIM) '
                              'that returns (F_x, mu, logvar, z).')
+        if self.with_auxiliary_head:
+            raise ValueError(
+                'ZeroShotEncoderDecoder does not train an auxiliary head '
+                '(its stages step the SIM, C, G and D only): an '
+                'auxiliary_head would stay untrained. Remove '
+                'model.auxiliary_head (e.g. auxiliary_head=None after '
+                'inheriting an mmseg model base).')
         self.stage = 'train'
         self.stage_cfg: dict = {}
         self.stage_iter = 0  # iteration within the stage (SIGNStageHook)
