@@ -94,3 +94,42 @@ def test_transfer_needs_unseen_classes(embedding_table):
         hook._check_plan_can_learn(runner, head)
     head.set_class_split(['c4'])
     hook._check_plan_can_learn(runner, head)  # passes
+
+
+def test_plan_changed_from_the_command_line_is_followed(workspace):
+    """The stage plan is the one home of the iteration counts: shortened
+    with --cfg-options alone, the run, its PolyLR and the transfer
+    schedulers follow it."""
+    import json
+
+    cfg = write_config(workspace / 'e.py', 'configs/sign/sign_toy.py', """
+default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=100))
+train_cfg = dict(val_interval=1000)
+custom_hooks = [dict(type='SIGNStageHook', val_at_stage_end=False,
+                     stages=[dict(name='train', iters=600),
+                             dict(name='transfer', iters=200)])]
+param_scheduler = dict(transfer=[dict(
+    type='MultiStepLR', gamma=0.1, by_epoch=False, begin=600, end=800,
+    milestones=[2])])
+""")
+    wd = workspace / 'wd_e'
+    out = run_tool([
+        'train.py', cfg, '--work-dir', str(wd), '--cfg-options',
+        'custom_hooks.0.stages.0.iters=6', 'custom_hooks.0.stages.1.iters=4'
+    ], workspace)
+    assert 'the run lasts 10 iterations (train 6 + transfer 4)' in out
+    assert (wd / 'iter_10.pth').exists()
+    records = []
+    for path in wd.glob('*/vis_data/scalars.json'):
+        with open(path) as f:
+            records += [json.loads(line) for line in f]
+    lr = {r['step']: r for r in records if 'segmentor.lr' in r}
+    assert sorted(lr) == list(range(1, 11))
+    # PolyLR (power 0.9, eta_min 1e-4) over the 6 train iterations
+    base, eta = 0.01, 1e-4
+    for it in range(1, 7):
+        want = (base - eta) * (1 - (it - 1) / 5)**0.9 + eta
+        assert abs(lr[it]['segmentor.lr'] - want) < 1e-9, it
+    # the transfer scheduler spans iterations 7-10: x0.1 at its 3rd step
+    assert [lr[i]['transfer.lr'] for i in range(7, 11)] == pytest.approx(
+        [1e-3, 1e-3, 1e-4, 1e-4])

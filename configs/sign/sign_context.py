@@ -1,5 +1,7 @@
 # SIGN on Pascal Context, 33 classes (4 unseen), DeepLab-v2 R101, with
-# the authors' recipe (docs/reproduction.md lists every difference).
+# the authors' recipe (docs/reproduction.md lists every difference): the
+# model, the dataset and the schedule (stage plan, optimizers, schedulers,
+# hooks) are the bases below.
 # Class embeddings: the published CaGNet vectors (README, "Class embeddings"):
 #   python tools/dataset_converters/cagnet_word_vectors.py --dataset context \
 #       --fasttext fasttext.pkl --word2vec word2vec.pkl \
@@ -8,21 +10,10 @@ _base_ = [
     '../_base_/models/sign_deeplabv2_r101.py',
     '../_base_/datasets/pascal_context33_zs.py',
     'mmseg::_base_/default_runtime.py',
+    '../_base_/schedules/sign_40k_6k.py',
 ]
 custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
-# ---------------------------------------------------------------- stages
-train_iters, transfer_iters = 40000, 10000
-stages = [
-    dict(name='train', iters=train_iters),  # E, SIM; C + D; G
-    # blocks of 100: C (+ D, G) on real + fake seen, then C on fakes of
-    # sampled labels (unseen prior 1 + gen_unseen_rate)
-    # (defaults: block_iters=100, real_weight=0.75, fake_weight=0.25,
-    # synth_weight=0.125; mode='classifier' trains C alone, eq. 9)
-    dict(name='transfer', iters=transfer_iters, mode='alternate'),
-]
-
-# ---------------------------------------------------------------- model
 model = dict(
     data_preprocessor=dict(size=(368, 368)),
     decode_head=dict(
@@ -30,85 +21,15 @@ model = dict(
         gen_unseen_rate=14,  # unseen share of sampled labels: 4·15/89 = 67 %
         class_embeddings='data/embeddings/'
         'context33_cagnet_fasttext_word2vec.npz'))
+log_processor = dict(by_epoch=False)
 
-# ------------------------------------------------------------ optimizers
-# Segmentor (E, SIM): SGD 2.5e-4, poly; 10x ASPP weights, 20x ASPP biases
-# (no weight decay), 5x SIM encoder and reparameterisation module.
-# D (+ C on the shared trunk): Adam 2.5e-4; G: Adam 2e-4; both x0.71 every
-# 5k iterations from 10k. Transfer: Adam 5e-5 for C + D and for G, x0.1
-# every 1k from 3k. Self-training: SGD 5e-5 poly.
-segmentor_paramwise = dict(custom_keys={
-    'neck.input_proj': dict(lr_mult=10.0),
-    **{f'neck.input_proj.{i}.conv.bias': dict(lr_mult=20.0, decay_mult=0.0)
-       for i in range(4)},
-    'neck.encoder': dict(lr_mult=5.0),
-    'neck.reparam': dict(lr_mult=5.0),
-})
-classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
-optim_wrapper = dict(
-    constructor='ModuleGroupOptimWrapperConstructor',
-    segmentor=dict(
-        optimizer=dict(
-            type='SGD', lr=2.5e-4, momentum=0.9, weight_decay=5e-4),
-        modules=['backbone', 'neck'],
-        paramwise_cfg=segmentor_paramwise),
-    generator=dict(
-        optimizer=dict(type='Adam', lr=2e-4, betas=(0.5, 0.999)),
-        modules=['decode_head.generator']),
-    discriminator=dict(
-        optimizer=dict(
-            type='Adam', lr=2.5e-4, betas=(0.5, 0.999), weight_decay=5e-4),
-        modules=['decode_head.discriminator', *classifier_modules]),
-    transfer=dict(
-        optimizer=dict(
-            type='Adam', lr=5e-5, betas=(0.5, 0.999), weight_decay=5e-4),
-        modules=['decode_head.discriminator', *classifier_modules]),
-    transfer_generator=dict(
-        optimizer=dict(type='Adam', lr=5e-5, betas=(0.5, 0.999)),
-        modules=['decode_head.generator']),
-    self_train=dict(  # used by the *_st / *_ast variants
-        optimizer=dict(
-            type='SGD', lr=5e-5, momentum=0.9, weight_decay=5e-4),
-        modules=['backbone', 'neck', *classifier_modules],
-        paramwise_cfg=segmentor_paramwise))
-train_gan_decay = [
-    dict(type='MultiStepLR', gamma=0.71, by_epoch=False, begin=0,
-         end=train_iters, milestones=list(range(10000, train_iters, 5000)))
+# the authors' Context plan: 10k iterations of transfer
+stages = [
+    dict(name='train', iters=40000),
+    dict(name='transfer', iters=10000, mode='alternate'),
 ]
-transfer_decay = [
-    dict(type='MultiStepLR', gamma=0.1, by_epoch=False, begin=train_iters,
-         end=train_iters + transfer_iters,
-         milestones=list(range(3000, transfer_iters, 1000)))
-]
-param_scheduler = dict(
-    segmentor=[
-        dict(type='PolyLR', power=0.9, eta_min=0.0, begin=0,
-             end=train_iters, by_epoch=False)
-    ],
-    generator=train_gan_decay,
-    discriminator=train_gan_decay,
-    transfer=transfer_decay,
-    transfer_generator=transfer_decay,
-    self_train=[])
-
-# ------------------------------------------------------------ schedule
-train_cfg = dict(
-    type='IterBasedTrainLoop',
-    max_iters=train_iters + transfer_iters,
-    val_interval=4000)  # SIGNStageHook also validates at stage ends
-val_cfg = dict(type='ValLoop')
-test_cfg = dict(type='TestLoop')
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
     dict(type='TorchRNGStateHook'),
 ]
-default_hooks = dict(
-    timer=dict(type='IterTimerHook'),
-    logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
-    param_scheduler=dict(type='ParamSchedulerHook'),
-    checkpoint=dict(
-        type='CheckpointHook', by_epoch=False, interval=2000,
-        save_last=True),
-    sampler_seed=dict(type='DistSamplerSeedHook'),
-    visualization=dict(type='SegVisualizationHook'))
-log_processor = dict(by_epoch=False)
+train_cfg = dict(max_iters=50000)

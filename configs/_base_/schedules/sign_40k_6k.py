@@ -3,9 +3,10 @@
 # then 6k of feature-generator transfer. Pair it with a SIGN model base, a
 # dataset base and mmseg::_base_/default_runtime.py (configs/sign/
 # sign_ade20k.py). Needs `custom_imports = dict(imports=['mmseg_sign'])`.
-# The iteration counts are baked into the schedulers below when this file is
-# parsed: to shorten the plan, override stages / param_scheduler / train_cfg
-# together (tests/test_any_dataset.py does).
+# The stage plan is the one home of the iteration counts: SIGNStageHook sets
+# the run's length and makes each optimizer's schedulers span the stage that
+# steps it, so a child config (or --cfg-options
+# custom_hooks.0.stages.0.iters=N) changes only the plan.
 train_iters, transfer_iters = 40000, 6000
 stages = [
     dict(name='train', iters=train_iters),
@@ -51,14 +52,15 @@ optim_wrapper = dict(
             type='SGD', lr=5e-5, momentum=0.9, weight_decay=5e-4),
         modules=['backbone', 'neck', *classifier_modules],
         paramwise_cfg=segmentor_paramwise))
+# begin / end below are the VOC plan's; SIGNStageHook re-targets them to
+# the stage of each wrapper (milestones count from the stage start)
 train_gan_decay = [
     dict(type='MultiStepLR', gamma=0.71, by_epoch=False, begin=0,
          end=train_iters, milestones=list(range(10000, train_iters, 5000)))
 ]
 transfer_decay = [
     dict(type='MultiStepLR', gamma=0.1, by_epoch=False, begin=train_iters,
-         end=train_iters + transfer_iters,
-         milestones=list(range(3000, transfer_iters, 1000)))
+         end=train_iters + transfer_iters, milestones=[3000, 4000, 5000])
 ]
 param_scheduler = dict(
     segmentor=[
@@ -69,7 +71,9 @@ param_scheduler = dict(
     discriminator=train_gan_decay,
     transfer=transfer_decay,
     transfer_generator=transfer_decay,
-    self_train=[])
+    self_train=[  # used by the *_st / *_ast plans
+        dict(type='PolyLR', power=0.9, eta_min=0.0, by_epoch=False)
+    ])
 
 train_cfg = dict(
     type='IterBasedTrainLoop',

@@ -139,14 +139,7 @@ class SIGNStageHook(Hook):
         if hasattr(head, 'require_table'):
             head.require_table()  # not a placeholder awaiting a checkpoint
         self._mask_unseen_labels(runner.train_dataloader.dataset)
-        max_iters = runner.train_loop.max_iters
-        if max_iters != self.total_iters:
-            plan = ' + '.join(f"{s['name']} {s['iters']}"
-                              for s in self.stages)
-            raise ValueError(
-                f'SIGNStageHook: the stages add up to {self.total_iters} '
-                f'iterations ({plan}) but train_cfg.max_iters is '
-                f'{max_iters}; make them equal.')
+        self._follow_plan(runner)
         wrappers = runner.optim_wrapper
         for i, stage in enumerate(self.stages):
             missing = [n for n in required_optim_wrappers(stage)
@@ -177,6 +170,38 @@ class SIGNStageHook(Hook):
             head.set_class_split(meta['unseen_classes'], meta['classes'])
         self._check_plan_can_learn(runner, head)
         self._current = None
+
+    def _follow_plan(self, runner) -> None:
+        """The plan is the one home of the iteration counts: the run lasts
+        the sum of the stages, and the schedulers of each optimizer
+        wrapper span the stage that steps it (``begin`` / ``end``, and
+        PolyLR's length), so a plan changed with ``--cfg-options
+        custom_hooks.0.stages.0.iters=N`` needs nothing else. A scheduler
+        of a wrapper no stage uses is left as configured."""
+        loop = runner.train_loop
+        if loop.max_iters != self.total_iters:
+            plan = ' + '.join(f"{s['name']} {s['iters']}"
+                              for s in self.stages)
+            print_log(f'SIGNStageHook: the run lasts {self.total_iters} '
+                      f'iterations ({plan}); train_cfg.max_iters was '
+                      f'{loop.max_iters}.', logger='current',
+                      level=logging.WARNING)
+            loop._max_iters = self.total_iters
+        schedulers = runner.param_schedulers
+        if not isinstance(schedulers, dict):
+            return
+        for index, stage in enumerate(self.stages):
+            begin = self.stage_start(index)
+            end = begin + stage['iters']
+            for name in required_optim_wrappers(stage):
+                for scheduler in schedulers.get(name, []):
+                    if getattr(scheduler, 'by_epoch', False):
+                        continue
+                    scheduler.begin, scheduler.end = begin, end
+                    if hasattr(scheduler, 'total_iters'):  # PolyLR
+                        scheduler.total_iters = end - begin - 1
+                    if hasattr(scheduler, 'T_max'):  # cosine annealing
+                        scheduler.T_max = end - begin
 
     @staticmethod
     def _mask_unseen_labels(dataset) -> None:
