@@ -10,6 +10,7 @@ from mmengine.model import is_model_wrapper
 from mmseg.registry import HOOKS
 from ...models.segmentors.stages import (required_optim_wrappers,
                                          stage_options)
+from .dry_run import dry_run_first_sample
 
 
 @HOOKS.register_module()
@@ -28,11 +29,18 @@ class SIGNStageHook(Hook):
         val_at_stage_end (bool): run the validation loop when a stage ends
             (besides ``train_cfg.val_interval``), so the log shows the GZSL
             table after every stage.
+        dry_run (bool): before iteration 1, load the first training sample
+            and run the model on it (:func:`dry_run_first_sample`): label /
+            image size mismatches, a wrong ``neck.in_index`` /
+            ``in_channels``, 16-bit label maps and 1-based labels without
+            ``reduce_zero_label`` fail at once with the fix.
     """
     priority = 'VERY_HIGH'
 
-    def __init__(self, stages: List[dict], val_at_stage_end: bool = True):
+    def __init__(self, stages: List[dict], val_at_stage_end: bool = True,
+                 dry_run: bool = True):
         self.val_at_stage_end = val_at_stage_end
+        self.dry_run = dry_run
         if not stages:
             raise ValueError('SIGNStageHook needs at least one stage.')
         self.stages = [stage_options(i, s) for i, s in enumerate(stages)]
@@ -169,6 +177,8 @@ class SIGNStageHook(Hook):
                         'split in one place (the dataset metainfo).')
             head.set_class_split(meta['unseen_classes'], meta['classes'])
         self._check_plan_can_learn(runner, head)
+        if self.dry_run:
+            dry_run_first_sample(model, runner.train_dataloader.dataset)
         self._current = None
 
     def _follow_plan(self, runner) -> None:

@@ -1,0 +1,117 @@
+"""A dry run of the first training sample before iteration 1: mistakes in
+the data or the model shape fail in seconds, not after a 40k-iteration
+stage (``SIGNStageHook.before_train`` calls :func:`dry_run_first_sample`).
+"""
+import random
+
+import mmcv
+import mmengine.fileio as fileio
+import numpy as np
+import torch
+from mmengine.dataset import pseudo_collate
+
+
+def _rng_states():
+    return (random.getstate(), np.random.get_state(), torch.get_rng_state(),
+            torch.cuda.get_rng_state_all() if torch.cuda.is_available()
+            else None)
+
+
+def _set_rng_states(states) -> None:
+    random.setstate(states[0])
+    np.random.set_state(states[1])
+    torch.set_rng_state(states[2])
+    if states[3] is not None:
+        torch.cuda.set_rng_state_all(states[3])
+
+
+def check_raw_label_map(info: dict, num_classes: int,
+                        ignore_index: int = 255) -> None:
+    """Checks on the label file itself, before mmseg's ``LoadAnnotations``
+    casts it to uint8 (16-bit values would wrap silently) and reduces it.
+
+    ``info``: a data info with ``seg_map_path`` and ``reduce_zero_label``.
+    """
+    path = info.get('seg_map_path')
+    if not path:
+        return
+    seg = mmcv.imfrombytes(fileio.get(path), flag='unchanged',
+                           backend='pillow')
+    values = np.unique(seg)
+    labels = values[values != ignore_index]
+    if seg.dtype != np.uint8 and labels.size and labels.max() > 255:
+        raise ValueError(
+            f'{path}: a {seg.dtype} label map with values up to '
+            f'{int(labels.max())}; mmseg\'s LoadAnnotations casts label maps '
+            'to uint8, so these would wrap to other classes. Convert the '
+            'maps to 8-bit class indices (0..num_classes-1, 255 = ignore).')
+    if not info.get('reduce_zero_label', False) and labels.size and \
+            labels.max() == num_classes and labels.min() >= 1:
+        raise ValueError(
+            f'{path}: label values run from {int(labels.min())} to '
+            f'{num_classes} for {num_classes} classes: 1-based labels with 0 '
+            'for background; set reduce_zero_label=True on the dataset (and '
+            'in LoadAnnotations).')
+
+
+def dry_run_first_sample(model, dataset) -> None:
+    """Load the first training sample through the training pipeline and run
+    the model's inference path on it (eval mode, no gradient, every random
+    state restored afterwards, so runs and resumed runs stay identical).
+
+    Raises ``ValueError`` naming the problem and the fix for: a label map
+    whose size differs from its image's, a backbone level that does not
+    exist or whose channels differ from ``neck.in_channels``, and the label
+    file checks of :func:`check_raw_label_map`.
+    """
+    if not len(dataset):
+        raise ValueError('The training dataset is empty: check data_root, '
+                         'data_prefix and ann_file.')
+    states = _rng_states()
+    was_training = model.training
+    try:
+        info = dataset.get_data_info(0)
+        check_raw_label_map(info, len(dataset.metainfo['classes']),
+                            getattr(dataset, 'ignore_index', 255))
+        sample = dataset[0]
+        img_shape = tuple(sample['inputs'].shape[-2:])
+        seg_shape = tuple(sample['data_samples'].gt_sem_seg.shape)
+        if img_shape != seg_shape:
+            raise ValueError(
+                f"{info.get('seg_map_path', '?')}: the label map is "
+                f'{seg_shape[0]}×{seg_shape[1]} after the training pipeline '
+                f'but its image is {img_shape[0]}×{img_shape[1]}; label '
+                'maps must have their image\'s size.')
+        model.eval()
+        with torch.no_grad():
+            data = model.data_preprocessor(pseudo_collate([sample]), False)
+            feats = model.backbone(data['inputs'])
+            _check_neck_input(model.neck, feats)
+            model.decode_head.forward(model.neck(feats))
+    finally:
+        model.train(was_training)
+        _set_rng_states(states)
+
+
+def _check_neck_input(neck, feats) -> None:
+    """The neck's ``in_index`` / ``in_channels`` against the backbone's
+    outputs, with the numbers the fix needs."""
+    if not isinstance(feats, (list, tuple)):
+        return
+    channels = [f.shape[1] for f in feats]
+    indices = neck.in_index if isinstance(neck.in_index, (list, tuple)) \
+        else [neck.in_index]
+    for i in indices:
+        if not -len(feats) <= i < len(feats):
+            raise ValueError(
+                f'neck.in_index={neck.in_index!r}, but the backbone gives '
+                f'{len(feats)} output(s) with {channels} channels; set '
+                "neck.in_index (or the backbone's out_indices).")
+    want = sum(channels[i] for i in indices)
+    proj = getattr(neck, 'input_proj', None)
+    have = proj[0].conv.in_channels if proj is not None else neck.channels
+    if want != have:
+        raise ValueError(
+            f'neck.in_channels is {have}, but the backbone outputs '
+            f'{indices} have {[channels[i] for i in indices]} channels '
+            f'(backbone outputs: {channels}); set neck.in_channels={want}.')
