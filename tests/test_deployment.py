@@ -149,14 +149,20 @@ for ckpt in sys.argv[4:]:
                                if t['type'] != 'CheckSegLabels']
     preds.append(inference_model(model, img).pred_sem_seg.data.numpy())
     assert len(model.dataset_meta['classes']) == 10, model.dataset_meta
+    # mmseg's high-level inferencer, from the same files
+    from mmseg.apis import MMSegInferencer
+    inferencer = MMSegInferencer(model=cfg_path, weights=ckpt, device='cpu')
+    preds.append(inferencer(img, return_datasamples=True,
+                            show=False).pred_sem_seg.data.numpy())
 np.save(out, np.stack(preds))
 """
 
 
 def test_init_model_from_any_directory(tmp_path, deploy, published):
     """In an empty directory (the relative table path does not resolve)
-    init_model + inference_model give the predictions of the model that
-    has the table file, from the training and the published checkpoint."""
+    init_model + inference_model, and MMSegInferencer, give the predictions
+    of the model that has the table file, from the training and the
+    published checkpoint."""
     _, cfg_path, ckpt, img, pred, _ = deploy
     empty = tmp_path / 'elsewhere'
     empty.mkdir()
