@@ -110,15 +110,16 @@ def paper_config(dataset, variant, tmp_path):
     return cfg, len(names)
 
 
-def test_voc_paper_config_steps_every_stage(tmp_path):
+@pytest.mark.parametrize('dataset', ['voc', 'context', 'cocostuff'])
+def test_paper_config_steps_every_stage(dataset, tmp_path):
     """The paper-size model (R101, 600-d) with the authors' recipe (frozen
     backbone BN, multi-scale CE, shared trunk, alternating transfer, AST)
     steps every stage on a small input."""
-    cfg, num_classes = paper_config('voc', '_ast', tmp_path)
+    cfg, num_classes = paper_config(dataset, '_ast', tmp_path)
     before = {k: v.clone() for k, v in MODELS.build(
         cfg.model).backbone.state_dict().items() if 'running' in k}
     model = run_every_stage(cfg, cfg.model.decode_head.class_embeddings,
-                            size=48, num_classes=num_classes)
+                            size=40, num_classes=num_classes)
     assert model.backbone.norm_eval
     # frozen BN: statistics unchanged and no affine parameter trains
     for k, v in model.backbone.state_dict().items():
