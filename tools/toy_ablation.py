@@ -95,17 +95,24 @@ def train(cfg, work_dir, seed, resume=False):
     return time.time() - t0
 
 
-def val_metrics(work_dir):
-    """{iteration: {key: value}} of every validation in the work dir."""
+def logged(work_dir, key):
+    """The records of the run's ``scalars.json`` files that hold ``key``,
+    as ``{iteration: record}``."""
     out = {}
     for root, _, files in os.walk(work_dir):
         if 'scalars.json' in files:
             with open(osp.join(root, 'scalars.json')) as f:
                 for line in f:
                     record = json.loads(line)
-                    if 'hIoU' in record:
-                        out[record['step']] = {k: record[k] for k in KEYS}
+                    if key in record:
+                        out[record['step']] = record
     return out
+
+
+def val_metrics(work_dir):
+    """{iteration: {key: value}} of every validation in the work dir."""
+    return {step: {k: r[k] for k in KEYS}
+            for step, r in logged(work_dir, 'hIoU').items()}
 
 
 def fmt(values):
@@ -168,15 +175,8 @@ def probe(cfg, checkpoint):
 
 def kld_curve(work_dir):
     """{iteration: loss_kld} logged during the run."""
-    out = {}
-    for root, _, files in os.walk(work_dir):
-        if 'scalars.json' in files:
-            with open(osp.join(root, 'scalars.json')) as f:
-                for line in f:
-                    record = json.loads(line)
-                    if 'loss_kld' in record:
-                        out[record['step']] = record['loss_kld']
-    return out
+    return {step: r['loss_kld']
+            for step, r in logged(work_dir, 'loss_kld').items()}
 
 
 def main():
