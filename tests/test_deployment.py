@@ -203,3 +203,37 @@ def test_tta_pipeline_in_every_dataset_base():
                          'CheckSegLabels', 'PackSegInputs'], path
     cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
     assert cfg.tta_model.type == 'SegTTAModel'
+
+
+def test_inference_apis_check_the_split(deploy):
+    """init_model and MMSegInferencer refuse a config whose test split is
+    not the checkpoint's (issue 10, item 1); ``allow_split_change=True``
+    lets a deliberate cross-split study through."""
+    from mmseg.apis import MMSegInferencer, init_model
+
+    from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+    ws, cfg_path, ckpt, *_ = deploy
+    other = [c for c in TOY_CLASSES if c not in TOY_UNSEEN][:2]
+    moved = write_config(
+        ws / 'moved_split.py', cfg_path,
+        f'test_dataloader = dict(dataset=dict(metainfo=dict('
+        f'unseen_classes={other!r})))')
+    cwd = os.getcwd()
+    os.chdir(ws)
+    try:
+        # the training config itself is accepted
+        assert init_model(cfg_path, ckpt, device='cpu').cfg is not None
+        with pytest.raises(ValueError) as err:
+            init_model(moved, ckpt, device='cpu')
+        msg = str(err.value)
+        for name in (*TOY_UNSEEN, *other):
+            assert repr(name) in msg, msg
+        assert 'test_dataloader.dataset' in msg
+        assert 'allow_split_change=True' in msg
+        with pytest.raises(ValueError, match='unseen_mask'):
+            MMSegInferencer(model=moved, weights=ckpt, device='cpu')
+        model = init_model(moved, ckpt, device='cpu',
+                           cfg_options=dict(allow_split_change=True))
+        assert model.decode_head.unseen_mask.sum() == len(TOY_UNSEEN)
+    finally:
+        os.chdir(cwd)

@@ -50,6 +50,9 @@ def worker(rank, world_size, port, queue):
                    torch.allclose(after, want, atol=1e-6),
                    all(torch.equal(a, all_after[0]) for a in all_after),
                    not torch.equal(gathered[0], gathered[1])))
+        # gloo aborts ('terminate called without an active exception') when
+        # one rank tears its group down while the other is still talking
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
@@ -99,6 +102,7 @@ def buffer_worker(rank, world_size, port, queue):
             dist.all_gather(gathered, t)
             out.append(torch.equal(gathered[0], gathered[1]))
         queue.put((rank, *out))
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 

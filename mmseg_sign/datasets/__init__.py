@@ -6,7 +6,7 @@ from .transforms import CheckSegLabels, MaskUnseenClasses, PaperEvalResize
 from .voc import ZeroShotPascalVOCDataset
 from .zero_shot import ZeroShotSegDataset, resolve_split
 from .zero_shot_wrapper import (ZeroShotDataset, ZeroShotMixin,
-                                zero_shot_class,
+                                dataset_metainfo_from_cfg, zero_shot_class,
                                 zero_shot_metainfo_from_cfg)
 
 __all__ = [
@@ -14,5 +14,6 @@ __all__ = [
     'ZeroShotPascalContextDataset', 'ZeroShotPascalContext59Dataset',
     'ZeroShotCOCOStuffDataset', 'ZeroShotToyDataset', 'MaskUnseenClasses',
     'CheckSegLabels', 'PaperEvalResize', 'resolve_split', 'ZeroShotDataset',
-    'ZeroShotMixin', 'zero_shot_class', 'zero_shot_metainfo_from_cfg'
+    'ZeroShotMixin', 'zero_shot_class', 'zero_shot_metainfo_from_cfg',
+    'dataset_metainfo_from_cfg'
 ]

@@ -31,6 +31,7 @@ serialises the list), for ``MaskUnseenClasses`` / ``CheckSegLabels``;
 """
 import copy
 import sys
+from collections.abc import Mapping
 from typing import Optional, Union
 
 from mmseg.registry import DATASETS
@@ -110,6 +111,22 @@ def zero_shot_metainfo_from_cfg(cfg: dict) -> dict:
     cls, args = _inner_args(cfg.pop('dataset', None),
                             cfg.pop('dataset_type', None), cfg)
     return cls._load_metainfo(args.get('metainfo'))
+
+
+def dataset_metainfo_from_cfg(cfg) -> Optional[dict]:
+    """The metainfo (classes and split) a zero-shot dataset config resolves
+    to, without building it or reading a file; ``None`` for a dataset that
+    is not zero-shot (or a type this process cannot resolve)."""
+    if not isinstance(cfg, Mapping):
+        return None
+    dataset_type = cfg.get('type')
+    if dataset_type in ('ZeroShotDataset', ZeroShotDataset):
+        return zero_shot_metainfo_from_cfg(cfg)
+    cls = DATASETS.get(dataset_type) if isinstance(dataset_type, str) \
+        else dataset_type
+    if not isinstance(cls, type) or not hasattr(cls, 'mask_unseen_labels'):
+        return None
+    return cls._load_metainfo(cfg.get('metainfo'))
 
 
 @DATASETS.register_module(name='ZeroShotDataset')

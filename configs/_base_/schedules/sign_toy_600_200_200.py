@@ -1,0 +1,90 @@
+# SIGN's three-stage plan and optimizers at toy scale (configs/sign/
+# sign_toy.py): 600 iterations of training (E, SIM; C + D; G), 200 of
+# feature-generator transfer, 200 of annealed self-training (AST), in a few
+# minutes on 2 CPU cores. The same structure as sign_40k_6k.py (the paper's
+# plan): pair it with a SIGN model base, a dataset base and
+# mmseg::_base_/default_runtime.py (which has log_processor). Needs
+# `custom_imports = dict(imports=['mmseg_sign'])`.
+# One tools/train.py run does all stages; SIGNStageHook picks the stage from
+# the iteration, so --resume lands in the right one. The stage plan is the
+# one home of the iteration counts: SIGNStageHook sets the run's length and
+# makes each optimizer's schedulers span the stage that steps it, so a child
+# config (or --cfg-options custom_hooks.0.stages.0.iters=N) changes only the
+# plan. The variables below are read in this file only: a child that
+# redefines `train_iters` or `stages` changes nothing here, it gives a new
+# `custom_hooks` (configs/sign/sign_toy_st.py).
+train_iters, transfer_iters, self_train_iters = 600, 200, 200
+stages = [
+    dict(name='train', iters=train_iters),  # E, SIM (ce + kld); C + D; G
+    # blocks of 25: C (+ D, G) on real + fake seen, then C on fakes of
+    # sampled labels (unseen prior 1 + gen_unseen_rate)
+    dict(name='transfer', iters=transfer_iters, mode='alternate',
+         block_iters=25),
+    # E, SIM, C on seen labels + teacher's unseen pseudo labels (eq. 16);
+    # T = 0.1: the toy teacher's unseen confidences are low (~0.1-0.4), so
+    # the paper's T = 2 (VOC) makes the weights nearly uniform here
+    dict(name='self_train', iters=self_train_iters, mode='AST',
+         temperature=0.1),
+]
+max_iters = train_iters + transfer_iters + self_train_iters
+
+# All six are built up front (resume restores every state).
+# Segmentor (E, SIM): SGD 1e-2, poly over the train stage. D (+ C on the
+# shared trunk) and G: Adam 1e-3, constant. Transfer: Adam 1e-3 for C + D
+# and for G, constant (sign_40k_6k.py: 6k iterations, Adam 5e-5, x0.1
+# every 1k from 3k). Self-training: SGD 2e-3, constant.
+classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
+optim_wrapper = dict(
+    constructor='ModuleGroupOptimWrapperConstructor',
+    segmentor=dict(
+        optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=5e-4),
+        clip_grad=dict(max_norm=10.0),  # from scratch: keeps KL (α=100) sane
+        modules=['backbone', 'neck']),
+    generator=dict(
+        optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),
+        modules=['decode_head.generator']),
+    discriminator=dict(  # D and C (shared trunk)
+        optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),
+        modules=['decode_head.discriminator', *classifier_modules]),
+    transfer=dict(  # D and C (shared trunk)
+        optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),
+        modules=['decode_head.discriminator', *classifier_modules]),
+    transfer_generator=dict(
+        optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),
+        modules=['decode_head.generator']),
+    self_train=dict(
+        optimizer=dict(type='SGD', lr=2e-3, momentum=0.9, weight_decay=5e-4),
+        clip_grad=dict(max_norm=10.0),
+        modules=['backbone', 'neck', *classifier_modules]))
+# begin / end below are this plan's; SIGNStageHook re-targets them to the
+# stage of each wrapper
+param_scheduler = dict(
+    segmentor=[
+        dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0,
+             end=train_iters, by_epoch=False)
+    ],
+    generator=[],
+    discriminator=[],
+    transfer=[],
+    transfer_generator=[],
+    self_train=[])
+
+train_cfg = dict(
+    type='IterBasedTrainLoop',
+    max_iters=max_iters,
+    val_interval=max_iters)  # SIGNStageHook also validates at stage ends
+val_cfg = dict(type='ValLoop')
+test_cfg = dict(type='TestLoop')
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+default_hooks = dict(
+    timer=dict(type='IterTimerHook'),
+    logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
+    param_scheduler=dict(type='ParamSchedulerHook'),
+    checkpoint=dict(
+        type='CheckpointHook', by_epoch=False, interval=train_iters,
+        save_last=True),
+    sampler_seed=dict(type='DistSamplerSeedHook'),
+    visualization=dict(type='SegVisualizationHook', interval=5))
