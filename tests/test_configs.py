@@ -173,3 +173,79 @@ def test_paper_configs_hold_the_authors_recipe(dataset, rate, unseen_share,
             assert (lr_mult, decay_mult) == pytest.approx((5, 1)), name
         else:
             assert name.startswith('backbone.') and lr_mult == 1, name
+
+
+def config_file_assignments(path):
+    """The top-level names a config file itself assigns, with the literal
+    value of its ``_base_`` (a list of files)."""
+    import ast
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    names, bases = set(), None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        for target in targets:
+            for t in getattr(target, 'elts', [target]):
+                names.add(t.id)
+                if t.id == '_base_':
+                    bases = ast.literal_eval(node.value)
+    return names, [bases] if isinstance(bases, str) else bases
+
+
+SCHEDULE_KEYS = {'stages', 'optim_wrapper', 'param_scheduler', 'train_cfg',
+                 'val_cfg', 'test_cfg', 'custom_hooks', 'default_hooks'}
+
+
+@pytest.mark.parametrize('name, model_base, schedule_base', [
+    ('sign_voc.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
+    ('sign_context.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
+    ('sign_cocostuff.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
+    ('sign_ade20k.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
+    ('sign_toy.py', 'sign_r18-tiny_toy.py', 'sign_toy_600_200_200.py'),
+])
+def test_sign_configs_are_composed_of_bases(name, model_base, schedule_base):
+    """A run config is a dataset base + a model base + a schedule base +
+    mmseg's runtime, plus what is its own; the toy one adds nothing to the
+    schedule and writes no layer of the model."""
+    path = osp.join(REPO, 'configs', 'sign', name)
+    names, bases = config_file_assignments(path)
+    assert f'../_base_/models/{model_base}' in bases
+    assert f'../_base_/schedules/{schedule_base}' in bases
+    assert 'mmseg::_base_/default_runtime.py' in bases
+    assert any('/datasets/' in b for b in bases), bases
+    assert len(bases) == 4, bases
+    if name == 'sign_toy.py':
+        assert not names & SCHEDULE_KEYS, names & SCHEDULE_KEYS
+        model = Config.fromfile(path).model  # resolved
+        own = Config.fromfile(osp.join(
+            REPO, 'configs', '_base_', 'models', model_base)).model
+        for part in ('backbone', 'neck'):
+            assert model[part] == own[part], part
+
+
+def test_toy_and_paper_schedules_have_the_same_structure():
+    """The toy plan is the paper's at another scale: the same optimizer
+    wrappers over the same modules, scheduler slots, hooks and loops, and
+    a model base with the same parts."""
+    toy = Config.fromfile(osp.join(REPO, 'configs', 'sign', 'sign_toy.py'))
+    for paper_name in ('sign_voc.py', 'sign_context_ast.py'):
+        paper = Config.fromfile(osp.join(REPO, 'configs', 'sign', paper_name))
+        assert toy.optim_wrapper.keys() == paper.optim_wrapper.keys()
+        for name, wrapper in toy.optim_wrapper.items():
+            if name != 'constructor':
+                assert wrapper['modules'] == \
+                    paper.optim_wrapper[name]['modules'], name
+        assert toy.param_scheduler.keys() == paper.param_scheduler.keys()
+        assert [h['type'] for h in toy.custom_hooks] == \
+            [h['type'] for h in paper.custom_hooks]
+        assert {k: h['type'] for k, h in toy.default_hooks.items()} == \
+            {k: h['type'] for k, h in paper.default_hooks.items()}
+        for loop in ('train_cfg', 'val_cfg', 'test_cfg'):
+            assert toy[loop]['type'] == paper[loop]['type'], loop
+        for part in ('backbone', 'neck', 'decode_head', 'data_preprocessor'):
+            assert toy.model[part]['type'] == paper.model[part]['type']
+        assert toy.model.type == paper.model.type
+        assert toy.model_wrapper_cfg == paper.model_wrapper_cfg
+        # and both plans start with training, then transfer
+        assert [s['name'] for s in toy.custom_hooks[0]['stages']][:2] == \
+            [s['name'] for s in paper.custom_hooks[0]['stages']][:2]

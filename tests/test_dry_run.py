@@ -1,5 +1,6 @@
 """The dry run before iteration 1: data and model-shape mistakes fail in
 seconds with the fix, and the dry run changes no random or model state."""
+import logging
 import os.path as osp
 import shutil
 
@@ -84,6 +85,28 @@ def test_one_based_labels_need_reduce_zero_label(tmp_path):
         check_raw_label_map(dict(seg_map_path=path), num_classes=10)
     check_raw_label_map(dict(seg_map_path=path, reduce_zero_label=True),
                         num_classes=10)
+
+
+def test_label_reading_is_logged(tmp_path):
+    """reduce_zero_label=True on 0-based maps has no tell-tale value, so
+    the dry run logs how the raw values are read."""
+    from mmengine.logging import MMLogger
+    path = str(tmp_path / 'label.png')
+    Image.fromarray(np.array([[0, 4], [2, 255]], np.uint8)).save(path)
+    logger = MMLogger.get_instance('test_label_reading', log_level='INFO')
+    lines = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logger.addHandler(handler)
+    try:
+        check_raw_label_map(dict(seg_map_path=path, reduce_zero_label=True),
+                            num_classes=5)
+        check_raw_label_map(dict(seg_map_path=path), num_classes=5)
+    finally:
+        logger.removeHandler(handler)
+    assert 'raw label values [0, 2, 4, 255]' in lines[0], lines
+    assert '0 -> ignore, v -> v-1' in lines[0], lines
+    assert 'v is class v' in lines[1], lines
 
 
 def test_train_tool_fails_before_iteration_1(toy):

@@ -9,6 +9,7 @@ import mmengine.fileio as fileio
 import numpy as np
 import torch
 from mmengine.dataset import pseudo_collate
+from mmengine.logging import print_log
 
 
 def _rng_states():
@@ -52,6 +53,16 @@ def check_raw_label_map(info: dict, num_classes: int,
             f'{num_classes} for {num_classes} classes: 1-based labels with 0 '
             'for background; set reduce_zero_label=True on the dataset (and '
             'in LoadAnnotations).')
+    # The other direction (reduce_zero_label=True on maps that are already
+    # 0..K-1) has no tell-tale value (VOC's 1-based maps hold 0 and 255
+    # too), so the reading is logged for the user to see.
+    reading = ('reduce_zero_label=True: 0 -> ignore, v -> v-1'
+               if info.get('reduce_zero_label', False) else
+               'reduce_zero_label=False: v is class v')
+    print_log(
+        f'{path}: raw label values {[int(v) for v in values[:12]]}'
+        f'{" ..." if len(values) > 12 else ""} read with {reading} '
+        f'({num_classes} classes, {ignore_index} = ignore)', logger='current')
 
 
 def dry_run_first_sample(model, dataset) -> None:
