@@ -1,10 +1,11 @@
 """Install mmseg-sign: ``pip install -e .`` (see README for the mmcv build).
 
-A wheel (``pip wheel .`` / ``pip install .``) also ships the configs and
-tools under ``mmseg_sign/.mim`` the way mmseg ships its own (``add_mim_
-extension`` below), so that ``mmseg_sign::sign/sign_toy.py`` style paths
-can be resolved from the installed package. The ``.mim`` folder is
-generated at build time (git-ignored).
+The configs, tools and ``model-index.yml`` are reachable under
+``mmseg_sign/.mim`` the way mmseg ships its own (``add_mim_extension``
+below), so that a config anywhere can inherit ours by package path:
+``_base_ = ['mmseg_sign::sign/sign_voc.py']``. A wheel or sdist build copies
+them there; an editable install links them. The ``.mim`` folder is
+generated (git-ignored).
 """
 import os
 import os.path as osp
@@ -14,7 +15,7 @@ import sys
 from setuptools import find_packages, setup
 
 HERE = osp.dirname(osp.abspath(__file__))
-MIM_FILES = ('configs', 'tools')
+MIM_FILES = ('configs', 'tools', 'model-index.yml')
 
 
 def get_version():
@@ -25,28 +26,34 @@ def get_version():
 
 
 def add_mim_extension():
-    """Copy ``configs`` and ``tools`` into ``mmseg_sign/.mim`` when a wheel
-    or an sdist is built (as mmseg's setup.py does); an editable install
-    (``pip install -e .``, ``setup.py develop``) leaves the tree alone."""
+    """Copy (wheel, sdist) or link (editable install: ``pip install -e .``,
+    ``setup.py develop``) ``MIM_FILES`` into ``mmseg_sign/.mim``."""
     if any(cmd in sys.argv for cmd in ('develop', 'editable_wheel')):
-        return
-    if not any(cmd in sys.argv
-               for cmd in ('install', 'bdist_wheel', 'sdist', 'build',
-                           'build_py')):
+        mode = 'symlink'
+    elif any(cmd in sys.argv for cmd in ('install', 'bdist_wheel', 'sdist',
+                                         'build', 'build_py')):
+        mode = 'copy'
+    else:
         return
     mim_path = osp.join(HERE, 'mmseg_sign', '.mim')
     os.makedirs(mim_path, exist_ok=True)
     for name in MIM_FILES:
         src = osp.join(HERE, name)
         dst = osp.join(mim_path, name)
-        if not osp.isdir(src):
+        if not osp.exists(src):
             continue
         if osp.islink(dst) or osp.isfile(dst):
             os.remove(dst)
         elif osp.isdir(dst):
             shutil.rmtree(dst)
-        shutil.copytree(src, dst,
-                        ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+        if mode == 'symlink':
+            os.symlink(osp.relpath(src, mim_path), dst)
+        elif osp.isdir(src):
+            shutil.copytree(
+                src, dst,
+                ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+        else:
+            shutil.copyfile(src, dst)
 
 
 if __name__ == '__main__':
@@ -63,14 +70,16 @@ if __name__ == '__main__':
         packages=find_packages(exclude=('tests', 'configs', 'tools')),
         include_package_data=True,
         package_data={
-            'mmseg_sign': ['.mim/configs/**/*.py', '.mim/tools/**/*.py',
+            'mmseg_sign': ['.mim/model-index.yml', '.mim/configs/**/*.py',
+                           '.mim/configs/**/*.yml', '.mim/tools/**/*.py',
                            '.mim/tools/**/*.sh', '.mim/tools/*.py',
                            '.mim/tools/*.sh']
         },
         python_requires='>=3.8',
         # ranges that the code is tested with; scripts/install.sh installs
         # torch 2.13, mmcv 2.1.0 (built with its ops), mmengine 0.10.7,
-        # mmsegmentation 1.2.2, gensim 4.4
+        # mmsegmentation 1.2.2, gensim 4.4 (+ transformers for the clip
+        # extra)
         install_requires=[
             'torch>=2.1',
             'mmcv>=2.0.0rc4,<2.2.0',  # mmseg 1.2.x refuses mmcv >= 2.2
@@ -85,6 +94,10 @@ if __name__ == '__main__':
             'matplotlib',
             'prettytable',
         ],
-        extras_require=dict(tests=['pytest']),
+        extras_require=dict(
+            # CLIP text embeddings (tools/build_class_embeddings.py
+            # --source clip:DIR); tested with transformers 5.23
+            clip=['transformers>=4.30'],
+            tests=['pytest', 'transformers>=4.30']),
         zip_safe=False,
     )

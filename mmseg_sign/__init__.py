@@ -4,11 +4,19 @@ Importing the package registers its datasets, transforms, metric, models and
 hooks into mmseg's registries; configs use
 ``custom_imports=dict(imports=['mmseg_sign'], allow_failed_imports=False)``.
 """
+from mmengine.config.utils import MODULE2PACKAGE
+
 from .utils import register_checkpoint_safe_globals
 from .version import __version__
 
 register_checkpoint_safe_globals()
+# `_base_ = ['mmseg_sign::sign/sign_voc.py']`: mmengine looks the package up
+# by this name. A module of the package rather than the distribution name:
+# its directory is the package's in a wheel and in an editable install alike
+# (where the configs are linked under mmseg_sign/.mim by setup.py).
+MODULE2PACKAGE.setdefault('mmseg_sign', 'mmseg_sign.version')
 
-from . import datasets, embeddings, engine, evaluation, models  # noqa: E402,F401,E501
+from . import (datasets, embeddings, engine, evaluation, models,  # noqa: E402,F401,E501
+               registry)
 
 __all__ = ['__version__']
