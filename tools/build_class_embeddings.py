@@ -1,5 +1,6 @@
 # Copyright (c) OpenMMLab. All rights reserved.
-"""Build a class-embedding table (``.npz``) from word-vector files.
+"""Build a class-embedding table (``.npz``) from word-vector files and / or
+the text tower of a local CLIP checkpoint.
 
 Example (the published 600-d setting, word2vec ‖ fastText)::
 
@@ -7,6 +8,15 @@ Example (the published 600-d setting, word2vec ‖ fastText)::
         --source GoogleNews-vectors-negative300.bin:word2vec_binary \\
         --source crawl-300d-2M.vec:word2vec \\
         --out data/embeddings/voc20_w2v_ft.npz
+
+CLIP text embeddings (a directory written by ``save_pretrained``; nothing
+is downloaded; ``pip install 'mmseg-sign[clip]'``), alone (512-d for
+ViT-B/32) or concatenated with word vectors (512 + 300 = 812-d)::
+
+    python tools/build_class_embeddings.py --dataset voc \\
+        --source clip:checkpoints/clip-vit-base-patch32 \\
+        --source GoogleNews-vectors-negative300.bin:word2vec_binary \\
+        --out data/embeddings/voc20_clip_w2v.npz
 """
 import argparse
 import json
@@ -14,11 +24,11 @@ import os.path as osp
 import pickle
 import sys
 
-from mmseg_sign.embeddings import (WORD_VECTOR_FORMATS,
-                                   build_class_embeddings,
+from mmseg_sign.embeddings import (CLIP_FORMAT, WORD_VECTOR_FORMATS,
+                                   build_class_embeddings, read_templates,
                                    save_class_embeddings)
 
-DATASETS = ('voc', 'context', 'context59', 'cocostuff')
+DATASETS = ('voc', 'context', 'context59', 'cocostuff', 'toy')
 
 
 def dataset_classes(name):
@@ -33,6 +43,9 @@ def dataset_classes(name):
     if name == 'context59':
         from mmseg.datasets import PascalContextDataset59
         return PascalContextDataset59.METAINFO['classes']
+    if name == 'toy':
+        from mmseg_sign.datasets.toy_data import TOY_CLASSES
+        return TOY_CLASSES
     raise ValueError(f'Unknown dataset {name!r}')
 
 
@@ -44,16 +57,21 @@ def read_class_file(path):
 
 
 def parse_source(spec):
-    """``PATH[:FORMAT]`` -> ``dict(path=..., format=...)``."""
+    """``PATH[:FORMAT]`` or ``clip:PATH`` -> ``dict(path=..., format=...)``.
+    """
+    prefix, sep, rest = spec.partition(':')
+    if sep and prefix.lower() == CLIP_FORMAT and rest:
+        return dict(path=rest, format=CLIP_FORMAT)
     path, sep, fmt = spec.rpartition(':')
-    if sep and fmt.lower() in WORD_VECTOR_FORMATS + ('auto', ):
+    if sep and fmt.lower() in WORD_VECTOR_FORMATS + (CLIP_FORMAT, 'auto'):
         return dict(path=path, format=fmt.lower())
     return dict(path=spec, format='auto')
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        description='Build a class-embedding table from word vectors')
+        description='Build a class-embedding table from word vectors '
+        'and / or CLIP text embeddings')
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument(
         '--dataset', choices=DATASETS, help='a built-in class list')
@@ -61,12 +79,26 @@ def parse_args(argv=None):
         '--classes', metavar='FILE', help='a file with one class a line')
     parser.add_argument(
         '--source',
-        metavar='PATH[:FORMAT]',
+        metavar='PATH[:FORMAT] | clip:DIR',
         action='append',
         required=True,
-        help='word-vector file; repeat for several sources, concatenated '
-        f'in the given order. FORMAT: {", ".join(WORD_VECTOR_FORMATS)} or '
-        'auto (default, guessed from the extension and header)')
+        help='word-vector file, or clip:DIR for the text tower of a local '
+        'Hugging Face CLIP checkpoint (a save_pretrained directory with '
+        'the tokenizer; never downloaded); repeat for several sources, '
+        'concatenated in the given order. FORMAT: '
+        f'{", ".join(WORD_VECTOR_FORMATS)} or auto (default, guessed from '
+        'the extension and header)')
+    parser.add_argument(
+        '--clip-templates',
+        metavar='FILE',
+        help='CLIP prompt templates, one a line with {} for the class '
+        'name (blank lines and # comments skipped); default: a built-in '
+        'list of 7 ("a photo of a {}.", "there is a {} in the scene.", '
+        '...)')
+    parser.add_argument(
+        '--clip-device',
+        default='cpu',
+        help='torch device of the CLIP text tower (default cpu)')
     parser.add_argument(
         '--synonyms',
         metavar='JSON_FILE',
@@ -103,6 +135,14 @@ def main(argv=None):
             synonyms = json.load(f)
     sources = [parse_source(spec) for spec in args.source]
     try:
+        templates = None
+        if args.clip_templates:
+            if not any(s['format'] == CLIP_FORMAT for s in sources):
+                raise ValueError('--clip-templates needs a clip:DIR source')
+            templates = read_templates(args.clip_templates)
+        for source in sources:
+            if source['format'] == CLIP_FORMAT:
+                source.update(templates=templates, device=args.clip_device)
         table = build_class_embeddings(
             names,
             sources,
@@ -110,9 +150,11 @@ def main(argv=None):
             normalize=not args.no_normalize,
             use_default_synonyms=not args.no_default_synonyms,
             fasttext_oov=args.fasttext_oov)
-    except (KeyError, ValueError, OSError, pickle.UnpicklingError) as err:
+    except (KeyError, ValueError, OSError, ImportError,
+            pickle.UnpicklingError) as err:
         # Missing words, unreadable or unsafe sources (e.g. a hostile .kv
-        # refused by the allow-list): the message names the file and the
+        # refused by the allow-list), a CLIP source without transformers
+        # or not a CLIP checkpoint: the message names the file and the
         # fix; no traceback.
         sys.exit(f'error: {err}')
     path = save_class_embeddings(args.out, names, table)

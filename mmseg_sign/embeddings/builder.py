@@ -4,7 +4,10 @@
 A table has one row per class: for every word-vector source the mean of
 the vectors of the class's words, L2-normalised; the sources concatenated
 in order (word2vec 300 ‖ fastText 300 = 600 dims by default); and the
-whole row L2-normalised (``protocols.md``).
+whole row L2-normalised (``protocols.md``). A source may also be the text
+tower of a local CLIP checkpoint (``dict(path=..., format='clip')``, see
+:mod:`.clip`): its part is the template-averaged CLIP embedding of the
+class's words, L2-normalised like any other part.
 """
 import os
 import os.path as osp
@@ -16,10 +19,12 @@ import numpy as np
 from gensim.models import KeyedVectors
 from gensim.models.fasttext import FastTextKeyedVectors
 
+from .clip import CLIP_FORMAT, CLIPTextEncoder, clip_text_embeddings
 from .loader import describe_source, load_word_vectors
 from .synonyms import SynonymValue, class_name_to_words, merge_synonyms
 
-Source = Union[KeyedVectors, Mapping[str, Any], str, os.PathLike]
+Source = Union[KeyedVectors, CLIPTextEncoder, Mapping[str, Any], str,
+               os.PathLike]
 
 _BUILD_HINT = ('Rebuild the table for this class list with '
                '`python tools/build_class_embeddings.py --dataset ... '
@@ -75,8 +80,51 @@ def _resolve_source(source: Source, index: int,
         vectors = load_word_vectors(path, fmt, **spec)
         return vectors, f'#{index} {describe_source(vectors, path)}'
     raise TypeError(f'Source #{index} must be a gensim KeyedVectors, a '
-                    f'path or a dict(path=..., format=...), got '
-                    f'{type(source).__name__}')
+                    f'path, a dict(path=..., format=...) or a '
+                    f'CLIPTextEncoder, got {type(source).__name__}')
+
+
+def _is_clip_source(source: Source) -> bool:
+    """Whether a source is a CLIP text tower (an encoder or a dict with
+    ``format='clip'``)."""
+    if isinstance(source, CLIPTextEncoder):
+        return True
+    if isinstance(source, Mapping):
+        fmt = source.get('format', source.get('fmt'))
+        return isinstance(fmt, str) and fmt.lower() == CLIP_FORMAT
+    return False
+
+
+def _clip_source_table(source: Source, index: int,
+                       class_words: List[Tuple[str, List[str]]]
+                       ) -> np.ndarray:
+    """Per-source table of a CLIP source: ``[K, D]``, unit rows.
+
+    The text of a class is its words (synonyms applied) joined by spaces,
+    e.g. ``'pottedplant'`` -> ``'potted plant'``. A dict source takes
+    ``path`` and optionally ``templates``, ``device`` and ``batch_size``.
+    """
+    templates, batch_size = None, 256
+    if isinstance(source, CLIPTextEncoder):
+        encoder = source
+    else:
+        spec = dict(source)
+        if 'path' not in spec:
+            raise ValueError(f'Source #{index} {source!r} has no "path"')
+        path = spec.pop('path')
+        spec.pop('format', None)
+        spec.pop('fmt', None)
+        spec.pop('show_progress', None)
+        templates = spec.pop('templates', None)
+        batch_size = spec.pop('batch_size', batch_size)
+        device = spec.pop('device', 'cpu')
+        if spec:
+            raise TypeError(f'Source #{index}: unknown CLIP source options '
+                            f'{sorted(spec)} (known: path, format, '
+                            'templates, device, batch_size)')
+        encoder = CLIPTextEncoder(path, device)
+    texts = [' '.join(words) for _, words in class_words]
+    return clip_text_embeddings(texts, encoder, templates, batch_size)
 
 
 def _lookup(vectors: KeyedVectors, word: str,
@@ -146,14 +194,17 @@ def build_class_embeddings(
         use_default_synonyms: bool = True,
         fasttext_oov: bool = False,
         show_progress: bool = True) -> np.ndarray:
-    """Build a class-embedding table from word vectors.
+    """Build a class-embedding table from word vectors and / or CLIP.
 
     Args:
         class_names (Sequence[str]): Class names, in label order.
-        sources (Sequence): Word-vector sources, concatenated in this order.
-            Each is a gensim ``KeyedVectors`` (or a model with ``.wv``), a
-            path (format guessed) or ``dict(path=..., format=...)`` plus
-            keyword arguments of :func:`load_word_vectors`.
+        sources (Sequence): Sources, concatenated in this order. Each is a
+            gensim ``KeyedVectors`` (or a model with ``.wv``), a path
+            (format guessed) or ``dict(path=..., format=...)`` plus
+            keyword arguments of :func:`load_word_vectors`; or a CLIP text
+            tower: ``dict(path=CHECKPOINT_DIR, format='clip')`` (optional
+            ``templates``, ``device``, ``batch_size``) or a
+            :class:`CLIPTextEncoder`.
         synonyms (dict, optional): Class name -> words; overrides
             :data:`DEFAULT_SYNONYMS`.
         normalize (bool): L2-normalise each concatenated row. Every source
@@ -170,15 +221,19 @@ def build_class_embeddings(
         np.ndarray: float32 ``[K, sum of source dims]``.
     """
     names = _check_class_names(class_names)
-    if isinstance(sources, (KeyedVectors, str, os.PathLike, Mapping)):
+    if isinstance(sources,
+                  (KeyedVectors, CLIPTextEncoder, str, os.PathLike, Mapping)):
         sources = [sources]
     if not sources:
-        raise ValueError('At least one word-vector source is needed')
+        raise ValueError('At least one embedding source is needed')
     mapping = merge_synonyms(synonyms, use_default_synonyms)
     class_words = [(name, class_name_to_words(name, mapping, False))
                    for name in names]
     parts = []
     for index, source in enumerate(sources):
+        if _is_clip_source(source):
+            parts.append(_clip_source_table(source, index, class_words))
+            continue
         vectors, description = _resolve_source(source, index, show_progress)
         parts.append(
             _source_table(vectors, description, class_words, fasttext_oov))
