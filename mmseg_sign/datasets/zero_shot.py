@@ -150,6 +150,10 @@ class ZeroShotMixin:
         drop_unseen_images (bool): drop every training image whose label
             map holds an unseen class (ZS3) instead of ignoring the unseen
             pixels (SPNet / CaGNet / SIGN, the default).
+        held_out_classes (Sequence[str], optional): classes kept out of the
+            class list entirely (neither seen nor unseen: their pixels are
+            void, through mmseg's ``label_map``), e.g. to add one by name
+            later with ``tools/add_classes.py``. Also a ``metainfo`` key.
         *args, **kwargs: the inner dataset's.
     """
 
@@ -158,11 +162,15 @@ class ZeroShotMixin:
                  seen_classes: Optional[ClassRefs] = None,
                  unseen_classes: Optional[ClassRefs] = None,
                  drop_unseen_images: bool = False,
+                 held_out_classes: Optional[Sequence[str]] = None,
                  metainfo: Optional[dict] = None,
                  **kwargs):
         metainfo = split_into_metainfo(
             metainfo, type(self).__name__, seen_classes=seen_classes,
             unseen_classes=unseen_classes)
+        if held_out_classes:
+            metainfo = dict(metainfo or {},
+                            held_out_classes=list(held_out_classes))
         self.drop_unseen_images = drop_unseen_images
         super().__init__(*args, metainfo=metainfo, **kwargs)
 
@@ -171,10 +179,21 @@ class ZeroShotMixin:
         metainfo = copy.deepcopy(dict(metainfo)) if metainfo else {}
         user_seen = metainfo.pop('seen_classes', None)
         user_unseen = metainfo.pop('unseen_classes', None)
+        held_out = list(metainfo.pop('held_out_classes', None) or ())
+        if held_out:
+            classes = metainfo.get('classes') or cls.METAINFO.get('classes')
+            held_out = resolve_class_refs(held_out, classes,
+                                          'held_out_classes')
+            metainfo['classes'] = [c for c in classes if c not in held_out]
         merged = super()._load_metainfo(metainfo)
         if user_seen is None and user_unseen is None:
             user_seen = cls.METAINFO.get('seen_classes')
             user_unseen = cls.METAINFO.get('unseen_classes')
+            if held_out:  # the protocol's default split, less them
+                user_seen, user_unseen = (
+                    None if refs is None else
+                    [c for c in refs if c not in held_out]
+                    for refs in (user_seen, user_unseen))
         if user_seen is None and user_unseen is None:
             raise ValueError(
                 f'{cls.__name__} needs `unseen_classes` (or `seen_classes`)'
@@ -184,6 +203,8 @@ class ZeroShotMixin:
         seen, unseen = resolve_split(merged['classes'], user_seen,
                                      user_unseen)
         merged.update(seen_classes=seen, unseen_classes=unseen)
+        if held_out:
+            merged['held_out_classes'] = tuple(held_out)
         return merged
 
     @property

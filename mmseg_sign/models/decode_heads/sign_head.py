@@ -90,6 +90,9 @@ class SIGNHead(BaseDecodeHead):
         class_embeddings (str): ``.npz`` table (class names + vectors); it
             must list the model's classes in order. If the file does not
             exist, the table must come from a checkpoint (above).
+        held_out_classes (Sequence[str], optional): rows of the table left
+            out of the model (as the dataset's ``held_out_classes``), e.g.
+            to add them by name later (``tools/add_classes.py``).
         embed_dim (int): width of the placeholder table built when the
             ``class_embeddings`` file is missing (ignored otherwise; a
             loaded checkpoint's table sets the real width).
@@ -147,6 +150,7 @@ class SIGNHead(BaseDecodeHead):
                  gen_unseen_rate: float = 9.0,
                  calibration: float = 0.0,
                  embed_dim: int = 600,
+                 held_out_classes: Optional[Sequence[str]] = None,
                  **kwargs):
         kwargs.setdefault('in_index', 0)
         kwargs.setdefault(
@@ -168,6 +172,7 @@ class SIGNHead(BaseDecodeHead):
         if gen_unseen_rate is None or gen_unseen_rate <= -1:
             raise ValueError('gen_unseen_rate must be > -1 (unseen prior '
                              f'1 + rate), got {gen_unseen_rate}.')
+        self.held_out_classes = tuple(held_out_classes or ())
         names, table = self._load_table(class_embeddings, embed_dim)
         self.class_names = None if names is None else tuple(names)
         # M: frozen mapping from a class index to its word embedding
@@ -233,6 +238,17 @@ class SIGNHead(BaseDecodeHead):
                 '. Inference needs a checkpoint; training needs the file.',
                 logger='current', level=logging.WARNING)
             return None, np.zeros((self.num_classes, embed_dim), np.float32)
+        if self.held_out_classes:
+            stripped = [n.strip() for n in names]
+            unknown = [c for c in self.held_out_classes
+                       if c.strip() not in stripped]
+            if unknown:
+                raise ValueError(
+                    f'{path}: held_out_classes {unknown} are not in the '
+                    f'class-embedding table ({", ".join(names)}).')
+            held = {c.strip() for c in self.held_out_classes}
+            keep = [i for i, n in enumerate(stripped) if n not in held]
+            names, table = [names[i] for i in keep], table[keep]
         if len(names) != self.num_classes:
             raise ValueError(
                 f'{path}: the class-embedding table has {len(names)} '
@@ -298,6 +314,52 @@ class SIGNHead(BaseDecodeHead):
         _, unseen_names = resolve_split(self.class_names, unseen=unseen)
         mask = torch.tensor([c in unseen_names for c in self.class_names])
         self.unseen_mask.copy_(mask)
+
+    def add_classes(self, names: Sequence[str], vectors) -> None:
+        """Append classes to the model, as unseen classes: their rows to M
+        (``vectors``: ``[n, D]``, the table's width), one output each to C
+        (the old outputs keep their weights; the new ones start as mmseg
+        initialises ``conv_seg``). C must then be refit (``tools/
+        add_classes.py``)."""
+        if self.class_names is None:
+            raise ValueError('SIGNHead.add_classes needs the class names of '
+                             'the table: load a checkpoint trained with a '
+                             'table file, or build the head with one.')
+        names = [str(n) for n in names]
+        vectors = torch.as_tensor(vectors, dtype=self.class_embedding.dtype)
+        have = {n.strip(): n for n in self.class_names}
+        clash = [n for n in names if n.strip() in have]
+        if clash:
+            raise ValueError(f'classes {clash} are already in the model '
+                             f'({", ".join(self.class_names)}).')
+        twice = sorted({n for n in names
+                        if [m.strip() for m in names].count(n.strip()) > 1})
+        if twice or not names:
+            raise ValueError(f'the new class names must be distinct and not '
+                             f'empty, got {names}.')
+        width = self.class_embedding.shape[1]
+        if vectors.shape != (len(names), width):
+            raise ValueError(
+                f'the embeddings of {names} have shape '
+                f'{tuple(vectors.shape)}; the model\'s table is '
+                f'[{self.num_classes}, {width}]: build them from the same '
+                'sources (and options) as its table.')
+        device = self.class_embedding.device
+        self.class_embedding = torch.cat(
+            [self.class_embedding, vectors.to(device)])
+        self.unseen_mask = torch.cat([
+            self.unseen_mask,
+            self.unseen_mask.new_ones(len(names))])
+        self.class_names = (*self.class_names, *names)
+        old = self.conv_seg
+        new = nn.Conv2d(old.in_channels, old.out_channels + len(names), 1)
+        nn.init.normal_(new.weight, 0, 0.01)  # mmseg's conv_seg init
+        nn.init.zeros_(new.bias)
+        with torch.no_grad():
+            new.weight[:old.out_channels] = old.weight
+            new.bias[:old.out_channels] = old.bias
+        self.conv_seg = new.to(old.weight.device)
+        self.num_classes = self.out_channels = new.out_channels
 
     @property
     def seen_ids(self) -> Tensor:

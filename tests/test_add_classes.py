@@ -1,0 +1,183 @@
+"""Adding classes by name to a trained model (issue 11, items 1-2): the
+dataset and head ``held_out_classes`` options, ``SIGNHead.add_classes``,
+and ``tools/add_classes.py`` end to end on the toy data."""
+import hashlib
+import os.path as osp
+
+import numpy as np
+import pytest
+import torch
+from mmengine.config import Config
+from PIL import Image
+
+from e2e_utils import REPO, last_metrics, run_tool, write_config
+
+HELD_OUT = 'configs/sign/sign_toy_held-out.py'
+SOURCES = ['--source', 'data/toy/word_vectors/word2vec_like.txt:word2vec',
+           '--source',
+           'data/toy/word_vectors/fasttext_like.bin:word2vec_binary']
+
+
+def _head_cfg(path, **kw):
+    return dict(type='SIGNHead', in_channels=8, channels=8,
+                class_embeddings=path, latent_channels=4,
+                generator_hidden=(16, ), generator_dropout=0.1,
+                trunk_channels=16, **kw)
+
+
+def test_held_out_dataset_voids_the_class(toy_root):
+    """Labels of the held-out class become 255 and the later classes move
+    down by one, against the raw label files."""
+    from mmseg_sign.datasets import ZeroShotToyDataset
+    from mmseg_sign.datasets.toy_data import TOY_CLASSES
+    pipeline = [dict(type='LoadImageFromFile'), dict(type='LoadAnnotations')]
+    kw = dict(data_root=toy_root, ann_file='ImageSets/Segmentation/val.txt',
+              data_prefix=dict(img_path='JPEGImages',
+                               seg_map_path='SegmentationClass'),
+              pipeline=pipeline)
+    ds = ZeroShotToyDataset(held_out_classes=['lamp '], **kw)  # stripped
+    assert 'lamp' not in ds.metainfo['classes']
+    assert len(ds.metainfo['classes']) == len(TOY_CLASSES) - 1
+    assert ds.metainfo['held_out_classes'] == ('lamp', )
+    assert ds.metainfo['unseen_classes'] == ('flag', 'hedge', 'river')
+    lamp = TOY_CLASSES.index('lamp')
+    found = False
+    for i in range(len(ds)):
+        raw = np.array(Image.open(ds.get_data_info(i)['seg_map_path']))
+        want = raw.copy()
+        want[raw == lamp] = 255
+        want[(raw > lamp) & (raw != 255)] -= 1
+        np.testing.assert_array_equal(ds[i]['gt_seg_map'], want)
+        found |= bool((raw == lamp).any())
+    assert found, 'no lamp pixel in the toy val set: the test is void'
+    with pytest.raises(ValueError, match="unknown class name 'lampp'"):
+        ZeroShotToyDataset(held_out_classes=['lampp'], **kw)
+
+
+def test_head_held_out_and_add_classes(embedding_table):
+    from mmseg.registry import MODELS
+
+    from mmseg_sign.embeddings import read_class_embeddings
+    path, names = embedding_table
+    _, table = read_class_embeddings(path)
+    head = MODELS.build(_head_cfg(path, num_classes=4,
+                                  held_out_classes=['c2']))
+    assert head.class_names == ('c0', 'c1', 'c3', 'c4')
+    np.testing.assert_array_equal(head.class_embedding.numpy(),
+                                  table[[0, 1, 3, 4]])
+    with pytest.raises(ValueError, match='num_classes=5'):
+        MODELS.build(_head_cfg(path, num_classes=5, held_out_classes=['c2']))
+    head.set_class_split(['c4'])
+    head.eval()
+    feats = torch.rand(2, 8, 3, 3)
+    before = head.forward([feats])
+    head.add_classes(['c2'], table[2:3])
+    after = head.forward([feats])
+    assert head.num_classes == head.out_channels == 5
+    assert head.class_names == ('c0', 'c1', 'c3', 'c4', 'c2')
+    assert head.unseen_mask.tolist() == [False, False, False, True, True]
+    np.testing.assert_array_equal(head.class_embedding[4].numpy(), table[2])
+    # the old classes' scores are untouched; the new one has a score
+    torch.testing.assert_close(after[:, :4], before)
+    assert after.shape[1] == 5
+    with pytest.raises(ValueError, match='already in the model'):
+        head.add_classes(['c0 '], table[:1])
+    with pytest.raises(ValueError, match=r'shape \(1, 7\)'):
+        head.add_classes(['new'], np.zeros((1, 7), np.float32))
+    with pytest.raises(ValueError, match='distinct'):
+        head.add_classes(['a', 'a'], table[:2])
+
+
+def _digest(path):
+    with open(path, 'rb') as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    """The toy model trained without 'lamp' (200 + 200 iterations: train
+    and transfer), in a workspace with the toy data."""
+    from mmseg_sign.datasets.toy_data import make_toy_dataset
+    ws = tmp_path_factory.mktemp('add_ws')
+    make_toy_dataset(str(ws / 'data' / 'toy'), num_train=64, num_val=24,
+                     seed=0)
+    cfg = write_config(ws / 'held_out.py', HELD_OUT, """
+stages = [dict(name='train', iters=200),
+          dict(name='transfer', iters=200, mode='alternate', block_iters=25)]
+custom_hooks = [dict(type='SIGNStageHook', stages=stages),
+                dict(type='TorchRNGStateHook')]
+""")
+    wd = ws / 'wd'
+    run_tool(['train.py', cfg, '--work-dir', str(wd)], str(ws))
+    return ws, cfg, str(wd / 'iter_400.pth')
+
+
+def test_tool_errors_leave_the_checkpoint_alone(trained):
+    ws, cfg, ckpt = trained
+    digest = _digest(ckpt)
+    cases = [
+        (['--classes', 'kite', *SOURCES], 'already in the model'),
+        (['--classes', 'unicorn', *SOURCES], 'unicorn'),  # no such word
+    ]
+    for extra, message in cases:
+        with pytest.raises(AssertionError, match=message):
+            run_tool(['add_classes.py', cfg, ckpt, '--out',
+                      str(ws / 'bad'), '--no-default-synonyms', *extra],
+                     str(ws))
+    # a table of another width
+    from mmseg_sign.embeddings import save_class_embeddings
+    save_class_embeddings(str(ws / 'narrow.npz'), ['lamp'],
+                          np.ones((1, 7), np.float32) / np.sqrt(7))
+    with pytest.raises(AssertionError, match=r'shape \(1, 7\)'):
+        run_tool(['add_classes.py', cfg, ckpt, '--classes', 'lamp',
+                  '--embeddings', str(ws / 'narrow.npz'), '--out',
+                  str(ws / 'bad')], str(ws))
+    assert _digest(ckpt) == digest
+    assert not osp.exists(ws / 'bad' / 'model.pth')
+
+
+def test_add_held_out_class_end_to_end(trained):
+    """The held-out class, added by name, is segmented (IoU clearly above
+    0) and the seen classes keep their mIoU within a few points."""
+    ws, cfg, ckpt = trained
+    digest = _digest(ckpt)
+    before_dir = str(ws / 'test_before')
+    run_tool(['test.py', cfg, ckpt, '--work-dir', before_dir], str(ws))
+    before = last_metrics(before_dir)
+    out = ws / 'plus_lamp'
+    log = run_tool(['add_classes.py', cfg, ckpt, '--classes', 'lamp',
+                    '--no-default-synonyms', *SOURCES, '--out', str(out),
+                    '--iters', '100'], str(ws))
+    assert 'added lamp: 10 classes' in log
+    assert _digest(ckpt) == digest  # the input checkpoint is only read
+    grown = Config.fromfile(str(out / 'config.py'))
+    assert grown.model.decode_head.num_classes == 10
+    test_ds = grown.test_dataloader.dataset
+    assert test_ds.metainfo.classes[-1] == 'lamp'
+    assert set(test_ds.metainfo.unseen_classes) == {'flag', 'hedge',
+                                                    'river', 'lamp'}
+    after_dir = str(ws / 'test_after')
+    log = run_tool(['test.py', str(out / 'config.py'),
+                    str(out / 'model.pth'), '--work-dir', after_dir],
+                   str(ws))
+    after = last_metrics(after_dir)
+    row = [line for line in log.splitlines()
+           if line.startswith('|') and ' lamp ' in line][-1]
+    lamp_iou = float(row.split('|')[3])
+    assert lamp_iou > 10.0, row
+    assert abs(after['mIoU_seen'] - before['mIoU_seen']) < 5.0, (before,
+                                                                 after)
+    # init_model takes the written files unchanged
+    from mmseg.apis import init_model
+    model = init_model(str(out / 'config.py'), str(out / 'model.pth'))
+    assert model.dataset_meta['classes'][-1] == 'lamp'
+    assert len(model.dataset_meta['palette']) == 10
+
+
+def test_held_out_config_is_the_toy_config_less_one_class():
+    held = Config.fromfile(osp.join(REPO, HELD_OUT))
+    toy = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
+    assert held.model.decode_head.num_classes == \
+        toy.model.decode_head.num_classes - len(held.held_out)
+    for key in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        assert held[key].dataset.held_out_classes == held.held_out
