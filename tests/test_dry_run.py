@@ -85,6 +85,14 @@ def test_one_based_labels_need_reduce_zero_label(tmp_path):
         check_raw_label_map(dict(seg_map_path=path), num_classes=10)
     check_raw_label_map(dict(seg_map_path=path, reduce_zero_label=True),
                         num_classes=10)
+    # 10 raw classes, one held out (mmseg's label_map): 0-based values up
+    # to 9 are not taken for 1-based labels of 9 classes
+    Image.fromarray(np.array([[1, 9], [3, 255]], np.uint8)).save(path)
+    label_map = {i: (255 if i == 4 else i - (i > 4)) for i in range(10)}
+    check_raw_label_map(dict(seg_map_path=path, label_map=label_map),
+                        num_classes=9)
+    with pytest.raises(ValueError, match='set reduce_zero_label=True'):
+        check_raw_label_map(dict(seg_map_path=path), num_classes=9)
 
 
 def test_label_reading_is_logged(tmp_path):

@@ -36,6 +36,8 @@ def check_raw_label_map(info: dict, num_classes: int,
     path = info.get('seg_map_path')
     if not path:
         return
+    if info.get('label_map'):  # a class subset: raw values are the full set
+        num_classes = len(info['label_map'])
     seg = mmcv.imfrombytes(fileio.get(path), flag='unchanged',
                            backend='pillow')
     values = np.unique(seg)
