@@ -2,6 +2,7 @@
 dataset and head ``held_out_classes`` options, ``SIGNHead.add_classes``,
 and ``tools/add_classes.py`` end to end on the toy data."""
 import hashlib
+import os
 import os.path as osp
 
 import numpy as np
@@ -137,41 +138,53 @@ def test_tool_errors_leave_the_checkpoint_alone(trained):
 
 
 def test_add_held_out_class_end_to_end(trained):
-    """The held-out class, added by name, is segmented (IoU clearly above
-    0) and the seen classes keep their mIoU within a few points."""
+    """The held-out class added by name: the written config and checkpoint
+    run through tools/test.py (which scores it) and init_model unchanged;
+    with ``--refit new`` the old classes' scores are exactly the input
+    model's. (How well the class is segmented is measured over seeds by
+    tools/analysis/toy_add_classes.py, docs/add_classes.md.)"""
+    from mmseg.apis import inference_model, init_model
     ws, cfg, ckpt = trained
     digest = _digest(ckpt)
-    before_dir = str(ws / 'test_before')
-    run_tool(['test.py', cfg, ckpt, '--work-dir', before_dir], str(ws))
-    before = last_metrics(before_dir)
     out = ws / 'plus_lamp'
     log = run_tool(['add_classes.py', cfg, ckpt, '--classes', 'lamp',
                     '--no-default-synonyms', *SOURCES, '--out', str(out),
-                    '--iters', '100'], str(ws))
+                    '--iters', '20', '--refit', 'new'], str(ws))
     assert 'added lamp: 10 classes' in log
     assert _digest(ckpt) == digest  # the input checkpoint is only read
     grown = Config.fromfile(str(out / 'config.py'))
     assert grown.model.decode_head.num_classes == 10
-    test_ds = grown.test_dataloader.dataset
-    assert test_ds.metainfo.classes[-1] == 'lamp'
-    assert set(test_ds.metainfo.unseen_classes) == {'flag', 'hedge',
-                                                    'river', 'lamp'}
+    for key in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        meta = grown[key].dataset.metainfo
+        assert meta.classes[-1] == 'lamp' and len(meta.classes) == 10
+        assert set(meta.unseen_classes) == {'flag', 'hedge', 'river', 'lamp'}
+        assert 'held_out_classes' not in grown[key].dataset
     after_dir = str(ws / 'test_after')
     log = run_tool(['test.py', str(out / 'config.py'),
                     str(out / 'model.pth'), '--work-dir', after_dir],
                    str(ws))
-    after = last_metrics(after_dir)
-    row = [line for line in log.splitlines()
-           if line.startswith('|') and ' lamp ' in line][-1]
-    lamp_iou = float(row.split('|')[3])
-    assert lamp_iou > 10.0, row
-    assert abs(after['mIoU_seen'] - before['mIoU_seen']) < 5.0, (before,
-                                                                 after)
-    # init_model takes the written files unchanged
-    from mmseg.apis import init_model
-    model = init_model(str(out / 'config.py'), str(out / 'model.pth'))
-    assert model.dataset_meta['classes'][-1] == 'lamp'
-    assert len(model.dataset_meta['palette']) == 10
+    assert any(line.startswith('|') and ' lamp ' in line and 'unseen' in line
+               for line in log.splitlines()), log[-3000:]
+    assert 'hIoU' in last_metrics(after_dir)
+    cwd = os.getcwd()
+    os.chdir(ws)
+    try:
+        old = init_model(cfg, ckpt, device='cpu')
+        new = init_model(str(out / 'config.py'), str(out / 'model.pth'),
+                         device='cpu')
+    finally:
+        os.chdir(cwd)
+    assert new.dataset_meta['classes'][-1] == 'lamp'
+    assert len(new.dataset_meta['palette']) == 10
+    img = sorted((ws / 'data' / 'toy' / 'JPEGImages').iterdir())[0]
+    for model in (old, new):
+        model.cfg.test_pipeline = [t for t in model.cfg.test_pipeline
+                                   if t['type'] != 'CheckSegLabels']
+    with torch.no_grad():
+        before = inference_model(old, str(img)).seg_logits.data
+        after = inference_model(new, str(img)).seg_logits.data
+    assert after.shape[0] == before.shape[0] + 1 == 10
+    torch.testing.assert_close(after[:9], before)
 
 
 def test_held_out_config_is_the_toy_config_less_one_class():
