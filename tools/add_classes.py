@@ -256,7 +256,8 @@ def grown_config(cfg, classes, unseen, table_path):
     return cfg
 
 
-def new_palette(palette, count, seed=0):
+def new_palette(count, seed=0):
+    """``count`` random colours for the added classes."""
     rng = np.random.default_rng(seed)
     return [list(map(int, rng.integers(0, 256, 3))) for _ in range(count)]
 
@@ -308,7 +309,7 @@ def main(argv=None):
     save_class_embeddings(table_path, list(classes),
                           head.class_embedding.cpu().numpy())
     palette = list(dataset_meta.get('palette') or [])
-    palette += new_palette(palette, len(classes) - len(palette), args.seed)
+    palette += new_palette(len(classes) - len(palette), args.seed)
     dataset_meta.update(classes=tuple(classes), palette=palette,
                         unseen_classes=tuple(unseen),
                         seen_classes=tuple(c for c in classes

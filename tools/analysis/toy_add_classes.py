@@ -15,6 +15,7 @@ Finished steps are reused (a rerun continues where it stopped).
 import argparse
 import glob
 import json
+import os
 import os.path as osp
 import re
 import subprocess
@@ -94,7 +95,6 @@ def main():
                         "stage's)")
     args = parser.parse_args()
     root = osp.abspath(args.work_dir)
-    import os
     os.makedirs(root, exist_ok=True)
     rows = {s: one_seed(s, root, args.name, args.iters) for s in args.seeds}
     keys = list(next(iter(rows.values())))
