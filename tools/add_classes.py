@@ -6,23 +6,33 @@ M gets the new classes' embeddings (built the way
 class, and C is refit with G frozen on generated features of every class
 (seen, old unseen and new), plus real seen features when the config's
 training data is reachable: the transfer stage of the paper (eq. 8-9,
-``mode='classifier'``) with the grown class list. The new classes are
-unseen classes of the written model. The input checkpoint is only read.
+``mode='classifier'``) with the grown class list. Then, when the config's
+plan has a self-training stage and the training data is reachable, that
+stage runs again on the grown class list (``OUT/self_train.py``, through
+mmengine's Runner as ``tools/train.py`` runs it): the teacher's pseudo
+labels now include the new classes, and the old unseen classes get back
+what the refit took from them. The new classes are unseen classes of the
+written model. The input checkpoint is only read.
 
-Example (the toy model trained without 'lamp')::
+Example (the toy model trained without 'river', configs/sign/
+sign_toy_held-out.py)::
 
     python tools/add_classes.py configs/sign/sign_toy_held-out.py \\
-        work_dirs/sign_toy_held-out/iter_1000.pth --classes lamp \\
-        --source data/toy/word_vectors/w2v.txt:word2vec \\
-        --source data/toy/word_vectors/ft.txt:word2vec \\
-        --no-default-synonyms --out work_dirs/toy_plus_lamp
-    python tools/test.py work_dirs/toy_plus_lamp/config.py \\
-        work_dirs/toy_plus_lamp/model.pth
+        work_dirs/sign_toy_held-out/iter_1000.pth --classes river \\
+        --source data/toy/word_vectors/word2vec_like.txt:word2vec \\
+        --source data/toy/word_vectors/fasttext_like.bin:word2vec_binary \\
+        --no-default-synonyms --out work_dirs/toy_plus_river
+    python tools/test.py work_dirs/toy_plus_river/config.py \\
+        work_dirs/toy_plus_river/model.pth
 
 It writes ``OUT/config.py`` (the input config with the grown class list,
-split and ``num_classes``), ``OUT/model.pth`` and
+split and ``num_classes``), ``OUT/model.pth`` (the final model) and
 ``OUT/class_embeddings.npz``; ``tools/test.py``, ``init_model`` and
-``MMSegInferencer`` take them unchanged.
+``MMSegInferencer`` take them unchanged. With self-training it also writes
+``OUT/refit.pth`` (the model after the refit), ``OUT/self_train.py`` (the
+self-training run: ``tools/train.py OUT/self_train.py`` reruns it, with
+``--resume`` or a launcher for several GPUs) and its work dir
+``OUT/self_train``.
 """
 import argparse
 import copy
@@ -36,6 +46,7 @@ import numpy as np
 import torch
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
+from mmengine.model import is_model_wrapper
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner, load_checkpoint
 from mmengine.utils import ProgressBar
@@ -88,7 +99,13 @@ def parse_args(argv=None):
         'stay exactly as trained)')
     parser.add_argument('--no-real', action='store_true',
                         help='refit on generated features only, even if '
-                        'the training data is reachable')
+                        'the training data is reachable (and no '
+                        'self-training)')
+    parser.add_argument(
+        '--self-train-iters', type=int, default=None, metavar='N',
+        help="self-training iterations after the refit (default: the "
+        "config's self-training stage; 0: none, OUT/self_train.py is "
+        'still written)')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
@@ -120,15 +137,21 @@ def new_class_vectors(args, names):
         fasttext_oov=args.fasttext_oov)
 
 
+def plan_stage(cfg, name):
+    """The stage ``name`` of the config's plan (``SIGNStageHook``), or
+    ``None``."""
+    for hook in cfg.get('custom_hooks', []):
+        if hook.get('type') == 'SIGNStageHook':
+            return next((dict(s) for s in hook.get('stages', [])
+                         if s.get('name') == name), None)
+    return None
+
+
 def refit_plan(cfg, iters):
     """The transfer stage of the config's plan (its weights and length)
     and the config's ``transfer`` optimizer."""
-    stages = []
-    for hook in cfg.get('custom_hooks', []):
-        if hook.get('type') == 'SIGNStageHook':
-            stages = hook.get('stages', [])
-    transfer = next((s for s in stages if s.get('name') == 'transfer'),
-                    dict(name='transfer', iters=1000))
+    transfer = plan_stage(cfg, 'transfer') or dict(name='transfer',
+                                                   iters=1000)
     opts = stage_options(0, dict(transfer, mode='classifier'))
     optimizer = cfg.get('optim_wrapper', {}).get('transfer', {}).get(
         'optimizer', dict(type='Adam', lr=1e-4, betas=(0.5, 0.999)))
@@ -256,6 +279,26 @@ def grown_config(cfg, classes, unseen, table_path):
     return cfg
 
 
+def self_train_config(cfg, stage, load_from, work_dir, seed):
+    """The grown config with a plan of one self-training ``stage`` that
+    starts from ``load_from`` (the refit model)."""
+    cfg = copy.deepcopy(cfg)
+    hooks = [h for h in cfg.get('custom_hooks', [])
+             if h.get('type') != 'SIGNStageHook']
+    cfg.custom_hooks = [dict(type='SIGNStageHook', stages=[stage]), *hooks]
+    cfg.load_from = load_from
+    cfg.resume = False
+    cfg.work_dir = work_dir
+    cfg.randomness = dict(cfg.get('randomness') or {}, seed=seed)
+    return cfg
+
+
+def save_model(model, meta, path):
+    """An inference checkpoint: ``meta`` and the weights, on the CPU."""
+    torch.save(dict(meta=meta, state_dict={
+        k: v.cpu() for k, v in model.state_dict().items()}), path)
+
+
 def new_palette(count, seed=0):
     """``count`` random colours for the added classes."""
     rng = np.random.default_rng(seed)
@@ -303,6 +346,8 @@ def main(argv=None):
     batches = None if args.no_real else real_batches(cfg, args.seed)
     refit_classifier(model, iters, opts, optimizer, batches, args.refit,
                      num_new=len(args.classes))
+    have_data = batches is not None
+    del batches  # its loader's workers
 
     os.makedirs(args.out, exist_ok=True)
     table_path = osp.abspath(osp.join(args.out, 'class_embeddings.npz'))
@@ -318,11 +363,42 @@ def main(argv=None):
                 sign_added_classes=tuple(args.classes),
                 sign_added_from=osp.abspath(args.checkpoint))
     meta.pop('hook_msgs', None)
-    ckpt_path = osp.join(args.out, 'model.pth')
-    torch.save(dict(meta=meta, state_dict={
-        k: v.cpu() for k, v in model.state_dict().items()}), ckpt_path)
-    grown_config(cfg, classes, unseen, table_path).dump(
-        osp.join(args.out, 'config.py'))
+    out = osp.abspath(args.out)
+    grown = grown_config(cfg, classes, unseen, table_path)
+    grown.dump(osp.join(out, 'config.py'))
+    stage = plan_stage(cfg, 'self_train')
+    if stage is None:
+        if args.self_train_iters:
+            print_log(f'add_classes: {args.config} has no self-training '
+                      'stage; --self-train-iters is ignored.',
+                      logger='current')
+        save_model(model, meta, osp.join(out, 'model.pth'))
+    else:
+        save_model(model, meta, osp.join(out, 'refit.pth'))
+        if args.self_train_iters:
+            stage['iters'] = args.self_train_iters
+        st_cfg = self_train_config(
+            grown, stage, osp.join(out, 'refit.pth'),
+            osp.join(out, 'self_train'), args.seed)
+        st_cfg.dump(osp.join(out, 'self_train.py'))
+        if args.self_train_iters == 0:
+            print_log('add_classes: no self-training (--self-train-iters '
+                      f'0); tools/train.py {out}/self_train.py runs it.',
+                      logger='current')
+        elif have_data:
+            print_log(f'add_classes: self-training for {stage["iters"]} '
+                      'iterations on the grown class list '
+                      f'({osp.join(out, "self_train.py")})',
+                      logger='current')
+            runner = Runner.from_cfg(st_cfg)
+            runner.train()
+            model = runner.model.module if is_model_wrapper(
+                runner.model) else runner.model
+        else:
+            print_log('add_classes: no self-training: it needs the '
+                      'training data (--no-real, or not reachable).',
+                      logger='current')
+        save_model(model, meta, osp.join(out, 'model.pth'))
     print(f'added {", ".join(args.classes)}: {len(classes)} classes -> '
           f'{osp.abspath(args.out)} (config.py, model.pth, '
           'class_embeddings.npz)')

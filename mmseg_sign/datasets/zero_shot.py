@@ -165,14 +165,30 @@ class ZeroShotMixin:
                  held_out_classes: Optional[Sequence[str]] = None,
                  metainfo: Optional[dict] = None,
                  **kwargs):
+        metainfo = self.metainfo_argument(
+            metainfo, seen_classes=seen_classes,
+            unseen_classes=unseen_classes,
+            held_out_classes=held_out_classes)
+        self.drop_unseen_images = drop_unseen_images
+        super().__init__(*args, metainfo=metainfo, **kwargs)
+
+    @classmethod
+    def metainfo_argument(cls, metainfo: Optional[dict] = None,
+                          seen_classes: Optional[ClassRefs] = None,
+                          unseen_classes: Optional[ClassRefs] = None,
+                          held_out_classes: Optional[Sequence[str]] = None,
+                          **_) -> Optional[dict]:
+        """The ``metainfo`` that :meth:`_load_metainfo` receives for these
+        constructor arguments (the split and held-out classes folded in);
+        config checks resolve a dataset config through it without building
+        the dataset."""
         metainfo = split_into_metainfo(
-            metainfo, type(self).__name__, seen_classes=seen_classes,
+            metainfo, cls.__name__, seen_classes=seen_classes,
             unseen_classes=unseen_classes)
         if held_out_classes:
             metainfo = dict(metainfo or {},
                             held_out_classes=list(held_out_classes))
-        self.drop_unseen_images = drop_unseen_images
-        super().__init__(*args, metainfo=metainfo, **kwargs)
+        return metainfo
 
     @classmethod
     def _load_metainfo(cls, metainfo: Optional[dict] = None) -> dict:

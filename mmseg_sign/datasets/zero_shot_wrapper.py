@@ -110,7 +110,7 @@ def zero_shot_metainfo_from_cfg(cfg: dict) -> dict:
     cfg.pop('type', None)
     cls, args = _inner_args(cfg.pop('dataset', None),
                             cfg.pop('dataset_type', None), cfg)
-    return cls._load_metainfo(args.get('metainfo'))
+    return cls._load_metainfo(cls.metainfo_argument(**args))
 
 
 def dataset_metainfo_from_cfg(cfg) -> Optional[dict]:
@@ -126,7 +126,7 @@ def dataset_metainfo_from_cfg(cfg) -> Optional[dict]:
         else dataset_type
     if not isinstance(cls, type) or not hasattr(cls, 'mask_unseen_labels'):
         return None
-    return cls._load_metainfo(cfg.get('metainfo'))
+    return cls._load_metainfo(cls.metainfo_argument(**cfg))
 
 
 @DATASETS.register_module(name='ZeroShotDataset')

@@ -259,9 +259,10 @@ class SIGNStageHook(Hook):
         from mmseg.registry import DATASETS
         if not isinstance(dataset_cfg, Mapping):
             return None
-        if dataset_cfg.get('type') == 'ZeroShotDataset':
-            from ...datasets import zero_shot_metainfo_from_cfg
-            return zero_shot_metainfo_from_cfg(dataset_cfg)
+        from ...datasets import dataset_metainfo_from_cfg
+        meta = dataset_metainfo_from_cfg(dataset_cfg)  # zero-shot types
+        if meta is not None:
+            return meta
         if isinstance(dataset_cfg.get('dataset'), Mapping):
             return SIGNStageHook._metainfo_from_cfg(dataset_cfg['dataset'])
         if isinstance(dataset_cfg.get('datasets'), (list, tuple)) and \
