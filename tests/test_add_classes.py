@@ -220,6 +220,18 @@ def test_add_held_out_class_end_to_end(trained):
         after = inference_model(new, str(img)).seg_logits.data
     assert after.shape[0] == before.shape[0] + 1 == 10
     torch.testing.assert_close(after[:9], before)
+    # mmseg's high-level inferencer takes the written files as they are
+    from mmseg.apis import MMSegInferencer
+    os.chdir(ws)
+    try:
+        inferencer = MMSegInferencer(model=str(out / 'config.py'),
+                                     weights=str(out / 'model.pth'),
+                                     device='cpu')
+        pred = inferencer(str(img), return_datasamples=True, show=False)
+    finally:
+        os.chdir(cwd)
+    assert inferencer.model.dataset_meta['classes'][-1] == 'river'
+    torch.testing.assert_close(pred.seg_logits.data, after)
 
 
 def _class_iou(log, name):
