@@ -49,6 +49,7 @@ from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner, load_checkpoint
+from mmengine.runner.checkpoint import save_checkpoint, weights_to_cpu
 from mmengine.utils import ProgressBar
 
 import mmseg_sign  # noqa: F401
@@ -295,8 +296,8 @@ def self_train_config(cfg, stage, load_from, work_dir, seed):
 
 def save_model(model, meta, path):
     """An inference checkpoint: ``meta`` and the weights, on the CPU."""
-    torch.save(dict(meta=meta, state_dict={
-        k: v.cpu() for k, v in model.state_dict().items()}), path)
+    save_checkpoint(dict(meta=meta,
+                         state_dict=weights_to_cpu(model.state_dict())), path)
 
 
 def new_palette(count, seed=0):
