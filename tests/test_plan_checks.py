@@ -99,7 +99,11 @@ def test_transfer_needs_unseen_classes(embedding_table):
 def test_plan_changed_from_the_command_line_is_followed(workspace):
     """The stage plan is the one home of the iteration counts: shortened
     with --cfg-options alone, the run, its PolyLR and the transfer
-    schedulers follow it."""
+    schedulers follow it. The transfer and self-training schedulers are
+    given without begin / end, as in the paper schedule base: before, the
+    step mmengine takes when it builds a scheduler at iteration 0 was
+    counted in the later stage (MultiStepLR fired one step early, and
+    PolyLR divided by zero at the self-training stage's last iteration)."""
     import json
 
     cfg = write_config(workspace / 'e.py', 'configs/sign/sign_toy.py', """
@@ -107,24 +111,29 @@ default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=100))
 train_cfg = dict(val_interval=1000)
 custom_hooks = [dict(type='SIGNStageHook', val_at_stage_end=False,
                      stages=[dict(name='train', iters=600),
-                             dict(name='transfer', iters=200)])]
-param_scheduler = dict(transfer=[dict(
-    type='MultiStepLR', gamma=0.1, by_epoch=False, begin=600, end=800,
-    milestones=[2])])
+                             dict(name='transfer', iters=200),
+                             dict(name='self_train', iters=200)])]
+param_scheduler = dict(
+    transfer=[dict(type='MultiStepLR', gamma=0.1, by_epoch=False,
+                   milestones=[2])],
+    self_train=[dict(type='PolyLR', power=0.9, eta_min=0.0,
+                     by_epoch=False)])
 """)
     wd = workspace / 'wd_e'
     out = run_tool([
         'train.py', cfg, '--work-dir', str(wd), '--cfg-options',
-        'custom_hooks.0.stages.0.iters=6', 'custom_hooks.0.stages.1.iters=4'
+        'custom_hooks.0.stages.0.iters=6', 'custom_hooks.0.stages.1.iters=4',
+        'custom_hooks.0.stages.2.iters=4'
     ], workspace)
-    assert 'the run lasts 10 iterations (train 6 + transfer 4)' in out
-    assert (wd / 'iter_10.pth').exists()
+    assert ('the run lasts 14 iterations (train 6 + transfer 4 + '
+            'self_train 4)') in out
+    assert (wd / 'iter_14.pth').exists()
     records = []
     for path in wd.glob('*/vis_data/scalars.json'):
         with open(path) as f:
             records += [json.loads(line) for line in f]
     lr = {r['step']: r for r in records if 'segmentor.lr' in r}
-    assert sorted(lr) == list(range(1, 11))
+    assert sorted(lr) == list(range(1, 15))
     # PolyLR (power 0.9, eta_min 1e-4) over the 6 train iterations
     base, eta = 0.01, 1e-4
     for it in range(1, 7):
@@ -133,3 +142,43 @@ param_scheduler = dict(transfer=[dict(
     # the transfer scheduler spans iterations 7-10: x0.1 at its 3rd step
     assert [lr[i]['transfer.lr'] for i in range(7, 11)] == pytest.approx(
         [1e-3, 1e-3, 1e-4, 1e-4])
+    # self-training PolyLR (power 0.9, eta_min 0) over iterations 11-14
+    st_base = lr[1]['self_train.lr']  # untouched until its stage
+    assert [lr[i]['self_train.lr'] for i in range(1, 11)] == [st_base] * 10
+    assert [lr[i]['self_train.lr'] for i in range(11, 15)] == pytest.approx(
+        [st_base * (1 - k / 3)**0.9 for k in range(4)], abs=1e-12)
+
+
+@pytest.mark.parametrize('kind, kwargs', [
+    ('LinearLR', dict(start_factor=0.5)),
+    ('PolyLR', dict(power=0.9, eta_min=0.0)),
+    ('MultiStepLR', dict(milestones=[1, 3], gamma=0.1)),
+])
+def test_respanned_scheduler_equals_one_built_with_the_span(kind, kwargs):
+    """A scheduler built at iteration 0 without begin / end and given the
+    span [3, 7) by SIGNStageHook steps exactly like one built with it."""
+    import torch
+    from mmengine.optim import PolyLR  # noqa: F401 (registers)
+    from mmengine.registry import PARAM_SCHEDULERS
+
+    from mmseg_sign.engine.hooks.sign_stage_hook import SIGNStageHook
+
+    def build(**span):
+        param = torch.nn.Parameter(torch.zeros(1))
+        optimizer = torch.optim.SGD([param], lr=0.1)
+        scheduler = PARAM_SCHEDULERS.build(dict(
+            type=kind, optimizer=optimizer, by_epoch=False, **kwargs,
+            **span))
+        return optimizer, scheduler
+
+    respanned, reference = build(), build(begin=3, end=7)
+    SIGNStageHook._respan(respanned[1], 3, 7)
+    lrs = ([], [])
+    for _ in range(9):  # iterations 0-8: before, inside and after the span
+        for (optimizer, scheduler), values in zip((respanned, reference),
+                                                  lrs):
+            values.append(optimizer.param_groups[0]['lr'])
+            optimizer.step()
+            scheduler.step()
+    assert lrs[0] == pytest.approx(lrs[1], abs=1e-15)
+    assert len(set(lrs[1])) > 1  # the span changes the value
