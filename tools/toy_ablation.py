@@ -43,7 +43,11 @@ KEYS = ('mIoU_seen', 'mIoU_unseen', 'hIoU')
 
 
 def write_config(path, data_root, body):
-    with open(path, 'w') as f:
+    """``body`` on top of the toy config pointed at ``data_root``. The data
+    overrides live in a base of their own, so that a ``model = dict(...)``
+    in ``body`` merges with them instead of replacing them."""
+    common = osp.join(osp.dirname(path), 'toy_data.py')
+    with open(common, 'w') as f:
         f.write(f"""_base_ = [{BASE!r}]
 data_root = {data_root!r}
 train_dataloader = dict(dataset=dict(data_root=data_root))
@@ -52,8 +56,9 @@ test_dataloader = val_dataloader
 model = dict(decode_head=dict(
     class_embeddings=data_root + '/class_embeddings.npz'))
 default_hooks = dict(checkpoint=dict(interval=200))
-{body}
 """)
+    with open(path, 'w') as f:
+        f.write(f"_base_ = [{common!r}]\n{body}\n")
 
 
 def stage_body(stages):
