@@ -9,18 +9,12 @@ import sys
 import torch
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
-FAST_LOADERS = """
-train_dataloader = dict(num_workers=0, persistent_workers=False)
-val_dataloader = dict(num_workers=0, persistent_workers=False)
-test_dataloader = val_dataloader
-"""
 
 
 def write_config(path, base, body):
     """A config inheriting ``base`` (repo-relative) with overrides."""
     with open(path, 'w') as f:
-        f.write(f"_base_ = [{osp.join(REPO, base)!r}]\n{FAST_LOADERS}\n"
-                f"{body}\n")
+        f.write(f"_base_ = [{osp.join(REPO, base)!r}]\n{body}\n")
     return str(path)
 
 

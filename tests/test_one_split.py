@@ -38,9 +38,6 @@ train_dataloader = dict(dataset=dict(metainfo=split))
 val_dataloader = dict(dataset=dict(metainfo=split))
 test_dataloader = dict(dataset=dict(metainfo=split))
 """
-FAST = ['--cfg-options'] + [
-    f'{loader}_dataloader.{key}' for loader in ('train', 'val', 'test')
-    for key in ('num_workers=0', 'persistent_workers=False')]
 
 
 def write(path, body):
@@ -50,7 +47,7 @@ def write(path, body):
 
 
 def run(ws, tool, *args):
-    cmd = [sys.executable, osp.join(REPO, 'tools', tool), *args, *FAST]
+    cmd = [sys.executable, osp.join(REPO, 'tools', tool), *args]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
     proc = subprocess.run(cmd, cwd=ws, env=env, capture_output=True,
                           text=True, timeout=300)

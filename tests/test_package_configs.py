@@ -8,7 +8,7 @@ import shutil
 import pytest
 from mmengine.config import Config
 
-from e2e_utils import FAST_LOADERS, REPO, run_tool
+from e2e_utils import REPO, run_tool
 
 
 def _without_scope(obj):
@@ -42,7 +42,7 @@ def test_train_from_a_package_config(tmp_path, toy_root):
     shutil.copytree(toy_root, tmp_path / 'data' / 'toy')
     cfg = tmp_path / 'my_sign.py'
     cfg.write_text(
-        "_base_ = ['mmseg_sign::sign/sign_toy.py']\n" + FAST_LOADERS + """
+        "_base_ = ['mmseg_sign::sign/sign_toy.py']\n" + """
 stages = [dict(name='train', iters=2),
           dict(name='transfer', iters=2, mode='alternate', block_iters=1)]
 custom_hooks = [dict(type='SIGNStageHook', stages=stages),

@@ -28,10 +28,10 @@ default_hooks = dict(
     checkpoint=dict(interval=1, max_keep_ckpts=-1),
     logger=dict(interval=1))
 """
-# the shipped toy loaders (persistent worker processes) for the SIGN run
-# and its resumed copies: a resume must be exact with real workers, whose
-# iterators are created once per process (the validation's at the first
-# validation, inside the run); tools/test.py keeps num_workers=0
+# the shipped toy loaders (persistent worker processes), written out for
+# the SIGN run and its resumed copies: a resume must be exact with real
+# workers, whose iterators are created once per process (the validation's
+# at the first validation, inside the run)
 REAL_LOADERS = """
 train_dataloader = dict(num_workers=2, persistent_workers=True)
 val_dataloader = dict(num_workers=2, persistent_workers=True)
