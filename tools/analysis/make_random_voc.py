@@ -25,6 +25,10 @@ import numpy as np
 from PIL import Image
 
 
+#: one fixed colour per label value
+PALETTE = np.random.default_rng(0).integers(0, 256, (256, 3))
+
+
 def random_sample(rng, height, width, cells=4):
     """A (H, W, 3) uint8 image and its (H, W) uint8 VOC label map."""
     label = np.zeros((height, width), np.uint8)
@@ -34,8 +38,7 @@ def random_sample(rng, height, width, cells=4):
         for j in range(cells):
             label[ys[i]:ys[i + 1], xs[j]:xs[j + 1]] = rng.integers(0, 21)
     label[ys[1:-1], :] = 255  # object borders, as VOC's void outlines
-    palette = np.random.default_rng(0).integers(0, 256, (256, 3))
-    image = palette[label] + rng.normal(0, 20, (height, width, 3))
+    image = PALETTE[label] + rng.normal(0, 20, (height, width, 3))
     return np.clip(image, 0, 255).astype(np.uint8), label
 
 
