@@ -148,7 +148,12 @@ def test_paper_configs_hold_the_authors_recipe(dataset, rate, unseen_share,
     assert [s['name'] for s in stages] == ['train', 'transfer', 'self_train']
     assert stages[1]['mode'] == 'alternate'
     assert stages[1]['synth_weight'] == synth_weight
+    # self-training as released: the train stage's update, no synthetic CE
+    assert stages[2]['update'] == 'train' and stages[2]['synth_weight'] == 0
     assert head.mmd_kernel_variances == (2, 5, 10, 20, 40, 60)
+    assert head.mmd_estimator == 'released'
+    assert head.adv_d_reduction == 'sum'
+    assert cfg.model.neck.released_gates
     assert cfg.model.train_cfg.ce_scales == (1.0, 0.5, 0.75)
     assert head.loss_decode.loss_weight == 0.5
     assert cfg.model.backbone.norm_eval
@@ -173,6 +178,25 @@ def test_paper_configs_hold_the_authors_recipe(dataset, rate, unseen_share,
             assert (lr_mult, decay_mult) == pytest.approx((5, 1)), name
         else:
             assert name.startswith('backbone.') and lr_mult == 1, name
+    # self-training optimizers (CaGNet configs_st_voc.yaml): E, SIM SGD 5e-5
+    # with the same multipliers; D (+ C) Adam 1e-4; G Adam 5e-5; every Adam
+    # with torch's default betas, as the released trainer builds them
+    st = {names[id(p)]: g['lr'] / 5e-5
+          for g in ow['self_train'].optimizer.param_groups
+          for p in g['params']}
+    assert {n: m for n, m in st.items()} == pytest.approx(
+        {n: m for n, (m, _) in seen.items()})
+    lr = {key: ow[key].optimizer.param_groups[0]['lr']
+          for key in ('self_train_generator', 'self_train_discriminator')}
+    assert lr == {'self_train_generator': 5e-5,
+                  'self_train_discriminator': 1e-4}
+    heads = {names[id(p)].split('.')[1]
+             for g in ow['self_train_discriminator'].optimizer.param_groups
+             for p in g['params']}
+    assert heads == {'discriminator', 'trunk', 'conv_seg'}
+    for key, wrapper in ow.items():
+        if isinstance(wrapper.optimizer, torch.optim.Adam):
+            assert wrapper.optimizer.defaults['betas'] == (0.9, 0.999), key
 
 
 def config_file_assignments(path):

@@ -53,7 +53,8 @@ def test_resume_after_adding_a_stage_and_its_optimizers(workspace):
     out = run_tool(['train.py', b, '--work-dir', wd, '--resume'], workspace)
     assert 'resumed epoch: 0, iter: 2' in out
     assert "no state for the optimizer wrappers ['transfer', " \
-        "'transfer_generator', 'self_train']" in out
+        "'transfer_generator', 'self_train', 'self_train_generator', " \
+        "'self_train_discriminator']" in out
     assert "SIGN stage 'transfer' (2/2): iterations 3-4" in out
     assert (workspace / 'wd_grow' / 'iter_4.pth').exists()
 

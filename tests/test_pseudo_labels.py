@@ -115,3 +115,31 @@ def test_pseudo_labels_are_only_unseen_classes():
     # every pseudo label is the most probable unseen class
     best = unseen[probs[unseen].argmax(0)]
     assert torch.equal(target[pseudo], best[pseudo])
+
+
+def test_ast_on_predicted_unseen_candidates_by_hand():
+    """candidates='predicted_unseen': AST labels only the ignored pixels
+    whose arg-max over all classes is unseen; eq. 16 normalises over
+    them."""
+    probs = torch.zeros(3, 1, 5)
+    probs[0] = 0.1
+    probs[2] = torch.tensor([0.9, 0.3, 0.8, 0.2, 0.5])
+    probs[1] = 1 - probs[0] - probs[2]
+    label = torch.full((1, 5), IGN)
+    label[0, 4] = 0
+    target, weight, conf = pseudo_label_image(
+        probs, label, torch.tensor([2]), mode='AST', temperature=0.5,
+        candidates='predicted_unseen')
+    # pixels 0 (p 0.9) and 2 (p 0.8) are predicted unseen; 1, 3 class 1
+    assert target.tolist() == [[2, IGN, 2, IGN, 0]]
+    torch.testing.assert_close(weight, torch.tensor(
+        [[1.0, 0.0, math.exp(-0.1 / 0.5), 0.0, 1.0]]))
+    torch.testing.assert_close(conf, torch.tensor([0.9, 0.8]))
+    # the paper's AST labels all four ignored pixels
+    target, weight, _ = pseudo_label_image(
+        probs, label, torch.tensor([2]), mode='AST', temperature=0.5)
+    assert target.tolist() == [[2, 2, 2, 2, 0]]
+    assert weight[0, 3].item() == pytest.approx(math.exp(-0.7 / 0.5))
+    with pytest.raises(ValueError, match='candidates'):
+        pseudo_label_image(probs, label, torch.tensor([2]), mode='AST',
+                           candidates='all')

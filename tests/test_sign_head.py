@@ -81,6 +81,34 @@ def test_pseudo_labels_overweight_unseen(embedding_table):
         build_head(embedding_table[0], gen_unseen_rate=None)
 
 
+def test_pseudo_label_ratio_cap_by_hand(embedding_table):
+    """max_pseudo_ratio: the pseudo-labelled pixels' summed weight is
+    scaled to at most ratio × the seen-labelled pixel count of the batch;
+    seen weights stay 1 (hand-made batch, AST with uniform confidences)."""
+    head = build_head(embedding_table[0])
+    label = torch.full((2, 4), 255, dtype=torch.long)
+    label[0, :2] = torch.tensor([0, 1])  # 2 seen pixels, 6 ignored
+    logits = torch.zeros(1, 5, 2, 4)
+    logits[0, 3] = 2.0  # c3 is the best unseen class everywhere, p equal
+    data = samples([label])
+    targets, weights, stats = head.pseudo_labels(
+        logits, data, 'AST', 1.0, 75.0)
+    assert (targets[0][label == 255] == 3).all()
+    assert weights.sum() == pytest.approx(2 + 6)  # uniform AST weights 1
+    assert stats['st_scale'] == 1
+    targets, weights, stats = head.pseudo_labels(
+        logits, data, 'AST', 1.0, 75.0, max_pseudo_ratio=0.5)
+    # budget 0.5 × 2 seen pixels = 1 for 6 pseudo-labelled pixels
+    assert weights[0][label == 255].tolist() == pytest.approx([1 / 6] * 6)
+    assert weights[0][label != 255].tolist() == [1.0, 1.0]
+    assert stats['st_scale'].item() == pytest.approx(1 / 6)
+    assert stats['st_weight'].item() == pytest.approx(1 / 6)
+    # under the budget: unchanged
+    _, weights, stats = head.pseudo_labels(
+        logits, data, 'AST', 1.0, 75.0, max_pseudo_ratio=3.0)
+    assert weights.sum() == pytest.approx(8) and stats['st_scale'] == 1
+
+
 def test_embedding_table_must_match(embedding_table, tmp_path):
     path, names = embedding_table
     with pytest.raises(ValueError, match='num_classes=6'):
@@ -143,6 +171,35 @@ def test_generator_sees_the_sim_latent_and_mmd_uses_variances(
         naive_mmd(real[picked == c].tolist(), fake[picked == c].tolist(),
                   (2, 60)) for c in picked.unique())
     assert gen['loss_mmd'].item() == pytest.approx(want, rel=1e-4)
+
+
+def test_released_mmd_estimator_and_summed_d_loss(embedding_table):
+    """mmd_estimator='released': β · mean over classes of sqrt(½ · MMD²)
+    (authors_recipe R3); adv_d_reduction='sum': D's loss is the real and
+    fake log losses summed, not averaged (R2)."""
+    torch.manual_seed(0)
+    head = build_head(embedding_table[0], mmd_max_pixels=1000,
+                      mmd_kernel_variances=(2, 60), loss_mmd_weight=3.0,
+                      mmd_estimator='released',
+                      adv_d_reduction='sum').eval()
+    labels = torch.randint(0, 3, (2, 4, 6))
+    feats = features()
+    gen, real, fake, picked = head.loss_generator(feats, samples(labels))
+    classes = picked.unique()
+    want = 3.0 * sum(
+        math.sqrt(0.5 * naive_mmd(real[picked == c].tolist(),
+                                  fake[picked == c].tolist(), (2, 60)))
+        for c in classes) / len(classes)
+    assert gen['loss_mmd'].item() == pytest.approx(want, rel=1e-4)
+    gen['loss_mmd'].backward()  # finite gradient through the root
+    dis = head.loss_discriminator(real, fake)['loss_adv_d'].item()
+    p_real = torch.sigmoid(head.discriminate(real)).tolist()
+    p_fake = torch.sigmoid(head.discriminate(fake.detach())).tolist()
+    want = (-sum(math.log(p) for p in p_real) / len(p_real) -
+            sum(math.log(1 - p) for p in p_fake) / len(p_fake))
+    assert dis == pytest.approx(want, rel=1e-5)
+    with pytest.raises(ValueError, match='mmd_estimator'):
+        build_head(embedding_table[0], mmd_estimator='sqrt')
 
 
 def test_shared_trunk_layout(embedding_table):

@@ -157,3 +157,30 @@ def test_multi_level_input_and_argument_errors():
     with pytest.raises(IndexError, match=r'in_index=3, but the backbone '
                        r'gives 3 output\(s\)'):
         single(levels)
+
+
+def test_released_gates_are_relu_sigmoid_without_bias():
+    """released_gates=True: the context gates are sigmoid(ReLU(conv)) with
+    a bias-free conv (authors_recipe R8), checked against the gated maps
+    computed by hand from the module's own layers."""
+    from mmseg_sign.models.necks.reparameterization import \
+        ContextualReparameterization
+    torch.manual_seed(0)
+    module = ContextualReparameterization(6, 6, hidden=4,
+                                          released_gates=True)
+    assert module.gates.bias is None
+    x = torch.randn(1, 6, 5, 5)
+    maps, h = [], x
+    for context in module.contexts:
+        h = context(h)
+        maps.append(h)
+    gates = torch.sigmoid(torch.relu(torch.nn.functional.conv2d(
+        torch.cat(maps, 1), module.gates.weight, padding=1)))
+    assert (gates >= 0.5).all()
+    fused = module.fuse(torch.cat(
+        [m * gates[:, i:i + 1] for i, m in enumerate(maps)], 1))
+    mu, logvar = module(x)
+    torch.testing.assert_close(mu, module.mu(fused))
+    torch.testing.assert_close(logvar, torch.relu(module.logvar(fused)))
+    assert ContextualReparameterization(6, 6, hidden=4).gates.bias \
+        is not None

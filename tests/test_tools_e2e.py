@@ -109,6 +109,23 @@ def test_sign_runs_all_stages(sign_run):
     assert changed == {'trunk', 'conv_seg', 'discriminator', 'generator'}
     changed = {k.split('.')[1] for k in s6 if not torch.equal(s6[k], s7[k])}
     assert changed == {'trunk', 'conv_seg'}
+    # self-training as released (authors_recipe R4): the train stage's
+    # update on pseudo labels, so its iterations (8-10) log the KL, MMD and
+    # adversarial losses and every part of the model moves, G and D too
+    st_logs = [line for line in out.splitlines()
+               if 'Iter(train) [' in line and any(
+                   f'[{i}/10]' in line for i in (8, 9, 10))]
+    assert len(st_logs) == 3
+    for line in st_logs:
+        for key in ('loss_ce:', 'loss_kld:', 'loss_mmd:', 'loss_adv_g:',
+                    'loss_adv_d:', 'loss_ce_d:', 'st_pixels:'):
+            assert key in line, (key, line)
+        assert 'loss_ce_synth' not in line
+    s10 = load_state(osp.join(wd, 'iter_10.pth'))
+    changed = {k.split('.')[0] if not k.startswith('decode_head.') else
+               k.split('.')[1] for k in s7 if not torch.equal(s7[k], s10[k])}
+    assert {'backbone', 'neck', 'trunk', 'conv_seg', 'discriminator',
+            'generator'} <= changed
 
 
 @pytest.mark.parametrize('killed_after', [2, 5, 9])
@@ -140,7 +157,8 @@ def test_sign_resume_matches_uninterrupted(workspace, sign_run,
     optim = torch.load(str(wd2 / 'iter_10.pth'), map_location='cpu')[
         'optimizer']
     assert set(optim) == {'segmentor', 'generator', 'discriminator',
-                          'transfer', 'transfer_generator', 'self_train'}
+                          'transfer', 'transfer_generator', 'self_train',
+                          'self_train_generator', 'self_train_discriminator'}
 
 
 def test_sign_test_tool_and_inference_api(workspace, sign_run, monkeypatch):
@@ -191,3 +209,44 @@ def test_sign_two_process_training(workspace):
     for key in want:
         torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
                                    msg=key)
+
+
+def test_pseudo_label_quality_tool(workspace, sign_run):
+    """tools/analysis/pseudo_label_quality.py on the teacher of the SIGN run
+    (its checkpoint when self-training starts). With AST every ignored
+    pixel gets a pseudo label, so the tool's counts must equal those read
+    straight from the label files: unseen-object and void pixels of the
+    training images."""
+    import json
+
+    import numpy as np
+    from PIL import Image
+    cfg, wd, _ = sign_run
+    report_path = workspace / 'quality.json'
+    out = run_tool(['analysis/pseudo_label_quality.py', cfg,
+                    osp.join(wd, 'iter_7.pth'), '--out', str(report_path)],
+                   workspace)
+    assert 'accuracy on unseen objects' in out
+    report = json.loads(report_path.read_text())
+    root = workspace / 'data' / 'toy'
+    names = (root / 'ImageSets/Segmentation/train.txt').read_text().split()
+    from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+    unseen_ids = [TOY_CLASSES.index(c) for c in TOY_UNSEEN]
+    on_unseen = void = 0
+    for name in names:
+        label = np.array(Image.open(root / 'SegmentationClass' /
+                                    f'{name}.png'))
+        on_unseen += int(np.isin(label, unseen_ids).sum())
+        void += int((label == 255).sum())
+    assert report['images'] == len(names)
+    assert report['pseudo_pixels'] == on_unseen + void
+    assert report['share_on_void'] == pytest.approx(
+        void / (on_unseen + void))
+    assert report['coverage_of_unseen'] == pytest.approx(1.0)
+    w = report['weights']
+    assert w['right']['pixels'] + w['wrong']['pixels'] == on_unseen
+    assert w['void']['pixels'] == void
+    assert report['accuracy_on_unseen'] == pytest.approx(
+        w['right']['pixels'] / on_unseen)
+    for group in w.values():  # AST weights: (0, 1]
+        assert 0 < group['q10'] <= group['q90'] <= 1

@@ -35,12 +35,41 @@ def tiny_model(emb_path, classifier='linear'):
             test_cfg=ConfigDict(mode='whole')))
 
 
-def optim_wrappers(model):
+def optim_wrappers(model, st_update='train', sgd=False):
     """The wrappers of the configs: C trains with the segmentor in the
-    'linear' layout, with D (shared trunk) in the 'shared_trunk' one."""
+    'linear' layout, with D (shared trunk) in the 'shared_trunk' one.
+    Self-training has the train stage's three wrappers (``st_update=
+    'train'``) or one for E, SIM and C (``'classifier'``). ``sgd``: plain
+    SGD everywhere (the wrappers of one stage then step like those of
+    another with the same learning rates)."""
     shared = model.decode_head.classifier == 'shared_trunk'
     c = ['decode_head.conv_seg'] + (['decode_head.trunk'] if shared else [])
     d = ['decode_head.discriminator'] + (c if shared else [])
+    if st_update == 'train':
+        seg = ['backbone', 'neck'] + ([] if shared else c)
+        st = dict(
+            self_train=dict(optimizer=dict(type='SGD', lr=0.1), modules=seg),
+            self_train_generator=dict(
+                optimizer=dict(type='SGD', lr=0.2) if sgd else
+                dict(type='Adam', lr=1e-2),
+                modules=['decode_head.generator']),
+            self_train_discriminator=dict(
+                optimizer=dict(type='SGD', lr=0.3) if sgd else
+                dict(type='Adam', lr=1e-2), modules=d))
+    else:
+        st = dict(self_train=dict(optimizer=dict(type='SGD', lr=0.1),
+                                  modules=['backbone', 'neck', *c]))
+    if sgd:
+        return OPTIM_WRAPPER_CONSTRUCTORS.build(
+            dict(type='ModuleGroupOptimWrapperConstructor',
+                 optim_wrapper_cfg=dict(
+                     segmentor=dict(optimizer=dict(type='SGD', lr=0.1),
+                                    modules=st['self_train']['modules']),
+                     generator=dict(optimizer=dict(type='SGD', lr=0.2),
+                                    modules=['decode_head.generator']),
+                     discriminator=dict(optimizer=dict(type='SGD', lr=0.3),
+                                        modules=d),
+                     **st)))(model)
     return OPTIM_WRAPPER_CONSTRUCTORS.build(
         dict(
             type='ModuleGroupOptimWrapperConstructor',
@@ -61,9 +90,7 @@ def optim_wrappers(model):
                 transfer_generator=dict(
                     optimizer=dict(type='Adam', lr=1e-2),
                     modules=['decode_head.generator']),
-                self_train=dict(
-                    optimizer=dict(type='SGD', lr=0.1),
-                    modules=['backbone', 'neck', *c]))))(model)
+                **st)))(model)
 
 
 def batch():
@@ -119,19 +146,31 @@ E = {'backbone', 'neck'}
     ('linear', 'transfer', dict(mode='alternate', stage_iter=0),
      C | G | D,
      {'loss_mmd', 'loss_adv_g', 'loss_adv_d', 'loss_ce', 'loss_ce_fake'}),
-    ('linear', 'self_train', {}, E | C,
-     {'loss_ce_st', 'loss_ce_synth', 'st_pixels', 'st_weight',
+    # self-training as released: the train stage's update on pseudo labels
+    ('linear', 'self_train', {}, E | C | G | D,
+     {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
+      'st_pixels', 'st_weight', 'st_confidence', 'st_scale'}),
+    ('shared_trunk', 'self_train', dict(mode='ST'), E | SHARED_C | G | D,
+     {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
+      'loss_ce_d', 'st_pixels', 'st_weight', 'st_confidence', 'st_scale'}),
+    ('shared_trunk', 'self_train', dict(synth_weight=0.5),
+     E | SHARED_C | G | D,
+     {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
+      'loss_ce_d', 'loss_ce_synth', 'st_pixels', 'st_weight', 'st_scale',
       'st_confidence'}),
-    ('shared_trunk', 'self_train', {}, E | SHARED_C,
-     {'loss_ce_st', 'loss_ce_synth', 'st_pixels', 'st_weight',
-      'st_confidence'}),
+    # the project's update before issue 16: E, SIM, C only
+    ('linear', 'self_train', dict(update='classifier', synth_weight=1.0),
+     E | C, {'loss_ce_st', 'loss_ce_synth', 'st_pixels', 'st_weight',
+             'st_scale', 'st_confidence'}),
+    ('shared_trunk', 'self_train', dict(update='classifier'), E | SHARED_C,
+     {'loss_ce_st', 'st_pixels', 'st_weight', 'st_confidence', 'st_scale'}),
 ])
 def test_stage_updates_only_its_parameters(embedding_table, classifier,
                                            stage, opts, want, losses):
     torch.manual_seed(0)
     model = tiny_model(embedding_table[0], classifier)
     model.train()
-    ow = optim_wrappers(model)
+    ow = optim_wrappers(model, opts.get('update', 'train'))
     opts = dict(opts)
     stage_iter = opts.pop('stage_iter', 0)
     if stage == 'transfer':
@@ -148,7 +187,7 @@ def test_stage_updates_only_its_parameters(embedding_table, classifier,
     for v in log_vars.values():
         assert torch.isfinite(v)
     assert set(log_vars) == losses | {'loss'} | (
-        {'acc_seg'} if stage == 'train' else set())
+        {'acc_seg'} if 'loss_kld' in losses else set())
     torch.testing.assert_close(log_vars['loss'], sum(
         v for k, v in log_vars.items() if k.startswith('loss_')))
     if stage == 'self_train':
@@ -241,3 +280,104 @@ def test_auxiliary_head_is_refused(embedding_table):
                                    in_index=0, channels=8, num_classes=5))
     with pytest.raises(ValueError, match='does not train an auxiliary head'):
         MODELS.build(cfg)
+
+
+def hand_pseudo_labels(model, data, temperature=None):
+    """Targets and weights of the teacher (the model now, eval mode) by a
+    naive per-pixel loop: every ignored pixel takes its best unseen class;
+    AST weight ``exp((p - p_max) / T)`` over the image (weight 1 without
+    a temperature)."""
+    teacher = copy.deepcopy(model).eval()
+    prep = teacher.data_preprocessor(copy.deepcopy(data), True)
+    with torch.no_grad():
+        logits = teacher.decode_head(teacher.extract_feat(prep['inputs']))
+        probs = torch.nn.functional.interpolate(
+            logits, size=(16, 16), mode='bilinear').softmax(1)
+    unseen = [3, 4]
+    targets, weights = [], []
+    for b, sample in enumerate(prep['data_samples']):
+        label = sample.gt_sem_seg.data[0]
+        target, weight = label.clone(), torch.zeros(16, 16)
+        confs = {}
+        for i in range(16):
+            for j in range(16):
+                if label[i, j] != 255:
+                    weight[i, j] = 1.0
+                    continue
+                p = [probs[b, c, i, j].item() for c in unseen]
+                target[i, j] = unseen[p.index(max(p))]
+                confs[i, j] = max(p)
+        top = max(confs.values())
+        for (i, j), p in confs.items():
+            weight[i, j] = 1.0 if temperature is None else \
+                torch.exp(torch.tensor((p - top) / temperature)).item()
+        targets.append(target)
+        weights.append(weight)
+    return torch.stack(targets), torch.stack(weights)
+
+
+@pytest.mark.parametrize('classifier', ['linear', 'shared_trunk'])
+def test_self_train_step_is_the_train_update_on_pseudo_labels(
+        embedding_table, classifier):
+    """The released self-training iteration (authors_recipe R4): one
+    self-training step (every ignored pixel pseudo-labelled, weight 1)
+    changes the weights exactly as one train-stage step on the hand-made
+    pseudo-labelled batch does, with the same learning rates."""
+    torch.manual_seed(0)
+    model = tiny_model(embedding_table[0], classifier)
+    model.train()
+    reference = copy.deepcopy(model)
+    targets, _ = hand_pseudo_labels(model, batch())
+    assert (targets == 255).sum() == 0  # every pixel is labelled now
+    model.set_stage('self_train', mode='ST_topk', top_k=5)  # all classes
+    reference.set_stage('train')
+    pseudo = batch()
+    for sample, target in zip(pseudo['data_samples'], targets):
+        sample.gt_sem_seg = PixelData(data=target[None])
+    torch.manual_seed(1)
+    log_st = model.train_step(batch(), optim_wrappers(model, sgd=True))
+    torch.manual_seed(1)
+    log_train = reference._train_step(
+        *(lambda d: (d['inputs'], d['data_samples']))(
+            reference.data_preprocessor(pseudo, True)),
+        optim_wrappers(reference, sgd=True))
+    got, want = model.state_dict(), reference.state_dict()
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], msg=key)
+    for key, value in log_train.items():
+        torch.testing.assert_close(log_st[key], value, msg=key)
+
+
+def test_ast_weights_enter_the_segmentation_ce(embedding_table):
+    """AST (eq. 16): the self-training ``loss_ce`` is Σ w·ce / Σ w over
+    seen pixels (w = 1) and pseudo-labelled pixels (w = exp((p - p_max) /
+    T) per image), computed here pixel by pixel on the same forward pass;
+    ``loss_kld`` covers every pixel that now has a label."""
+    torch.manual_seed(0)
+    model = tiny_model(embedding_table[0], 'shared_trunk')
+    model.train()
+    reference = copy.deepcopy(model)
+    targets, weights = hand_pseudo_labels(model, batch(), temperature=0.5)
+    assert 0 < weights.min() < 1 and weights.max() == 1
+    model.set_stage('self_train', mode='AST', temperature=0.5)
+    torch.manual_seed(1)
+    log_vars = model.train_step(batch(), optim_wrappers(model))
+    torch.manual_seed(1)  # the same forward pass (teacher: no random draw)
+    prep = reference.data_preprocessor(batch(), True)
+    feats = reference.extract_feat(prep['inputs'])
+    logits = torch.nn.functional.interpolate(
+        reference.decode_head.forward(feats), size=(16, 16),
+        mode='bilinear')
+    num = den = 0.0
+    for b in range(2):
+        for i in range(16):
+            for j in range(16):
+                t = targets[b, i, j]
+                ce = -logits[b, :, i, j].log_softmax(0)[t]
+                num = num + weights[b, i, j] * ce
+                den = den + weights[b, i, j]
+    torch.testing.assert_close(log_vars['loss_ce'], (num / den).detach())
+    mu, logvar = feats[1], feats[2]
+    kl = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).mean(1)
+    torch.testing.assert_close(log_vars['loss_kld'],
+                               100 * kl.mean().detach())

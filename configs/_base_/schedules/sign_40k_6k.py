@@ -17,7 +17,10 @@ stages = [
 # (no weight decay), 5x SIM encoder and reparameterisation module.
 # D (+ C on the shared trunk): Adam 2.5e-4; G: Adam 2e-4; both x0.71 every
 # 5k iterations from 10k. Transfer: Adam 5e-5 for C + D and for G, x0.1
-# every 1k from 3k. Self-training: SGD 5e-5 poly.
+# every 1k from 3k. Self-training (the train stage's update on pseudo labels,
+# CaGNet's configs_st_voc.yaml): E, SIM SGD 5e-5 poly; D (+ C) Adam 1e-4;
+# G Adam 5e-5. Every Adam has torch's default betas (0.9, 0.999), as the
+# released trainer builds them.
 segmentor_paramwise = dict(custom_keys={
     'neck.input_proj': dict(lr_mult=10.0),
     **{f'neck.input_proj.{i}.conv.bias': dict(lr_mult=20.0, decay_mult=0.0)
@@ -34,24 +37,30 @@ optim_wrapper = dict(
         modules=['backbone', 'neck'],
         paramwise_cfg=segmentor_paramwise),
     generator=dict(
-        optimizer=dict(type='Adam', lr=2e-4, betas=(0.5, 0.999)),
+        optimizer=dict(type='Adam', lr=2e-4),
         modules=['decode_head.generator']),
     discriminator=dict(
         optimizer=dict(
-            type='Adam', lr=2.5e-4, betas=(0.5, 0.999), weight_decay=5e-4),
+            type='Adam', lr=2.5e-4, weight_decay=5e-4),
         modules=['decode_head.discriminator', *classifier_modules]),
     transfer=dict(
         optimizer=dict(
-            type='Adam', lr=5e-5, betas=(0.5, 0.999), weight_decay=5e-4),
+            type='Adam', lr=5e-5, weight_decay=5e-4),
         modules=['decode_head.discriminator', *classifier_modules]),
     transfer_generator=dict(
-        optimizer=dict(type='Adam', lr=5e-5, betas=(0.5, 0.999)),
+        optimizer=dict(type='Adam', lr=5e-5),
         modules=['decode_head.generator']),
     self_train=dict(
         optimizer=dict(
             type='SGD', lr=5e-5, momentum=0.9, weight_decay=5e-4),
-        modules=['backbone', 'neck', *classifier_modules],
-        paramwise_cfg=segmentor_paramwise))
+        modules=['backbone', 'neck'],
+        paramwise_cfg=segmentor_paramwise),
+    self_train_generator=dict(
+        optimizer=dict(type='Adam', lr=5e-5),
+        modules=['decode_head.generator']),
+    self_train_discriminator=dict(
+        optimizer=dict(type='Adam', lr=1e-4, weight_decay=5e-4),
+        modules=['decode_head.discriminator', *classifier_modules]))
 # begin / end below are the VOC plan's; SIGNStageHook re-targets them to
 # the stage of each wrapper (milestones count from the stage start)
 train_gan_decay = [
@@ -73,7 +82,9 @@ param_scheduler = dict(
     transfer_generator=transfer_decay,
     self_train=[  # used by the *_st / *_ast plans
         dict(type='PolyLR', power=0.9, eta_min=0.0, by_epoch=False)
-    ])
+    ],
+    self_train_generator=[],
+    self_train_discriminator=[])
 
 train_cfg = dict(
     type='IterBasedTrainLoop',

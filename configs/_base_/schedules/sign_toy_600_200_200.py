@@ -32,7 +32,8 @@ max_iters = train_iters + transfer_iters + self_train_iters
 # Segmentor (E, SIM): SGD 1e-2, poly over the train stage. D (+ C on the
 # shared trunk) and G: Adam 1e-3, constant. Transfer: Adam 1e-3 for C + D
 # and for G, constant (sign_40k_6k.py: 6k iterations, Adam 5e-5, x0.1
-# every 1k from 3k). Self-training: SGD 2e-3, constant.
+# every 1k from 3k). Self-training: E, SIM SGD 2e-3; G Adam 2.5e-4; D (+ C)
+# Adam 4e-4; constant.
 classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
 optim_wrapper = dict(
     constructor='ModuleGroupOptimWrapperConstructor',
@@ -52,10 +53,19 @@ optim_wrapper = dict(
     transfer_generator=dict(
         optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),
         modules=['decode_head.generator']),
+    # self-training: the train stage's update on pseudo labels (E, SIM;
+    # G; D + C), each learning rate the paper's ratio to its train-stage
+    # one (VOC: 1/5, 1/4, 2/5)
     self_train=dict(
         optimizer=dict(type='SGD', lr=2e-3, momentum=0.9, weight_decay=5e-4),
         clip_grad=dict(max_norm=10.0),
-        modules=['backbone', 'neck', *classifier_modules]))
+        modules=['backbone', 'neck']),
+    self_train_generator=dict(
+        optimizer=dict(type='Adam', lr=2.5e-4, betas=(0.5, 0.999)),
+        modules=['decode_head.generator']),
+    self_train_discriminator=dict(  # D and C (shared trunk)
+        optimizer=dict(type='Adam', lr=4e-4, betas=(0.5, 0.999)),
+        modules=['decode_head.discriminator', *classifier_modules]))
 # begin / end below are this plan's; SIGNStageHook re-targets them to the
 # stage of each wrapper
 param_scheduler = dict(
@@ -67,7 +77,9 @@ param_scheduler = dict(
     discriminator=[],
     transfer=[],
     transfer_generator=[],
-    self_train=[])
+    self_train=[],
+    self_train_generator=[],
+    self_train_discriminator=[])
 
 train_cfg = dict(
     type='IterBasedTrainLoop',

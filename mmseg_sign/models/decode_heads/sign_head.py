@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from mmengine.logging import print_log
+from mmengine.structures import PixelData
 
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from mmseg.registry import MODELS
@@ -118,6 +119,12 @@ class SIGNHead(BaseDecodeHead):
             the Gaussian kernels ``exp(-d² / (2v))`` summed in the MMD (the
             authors' "bandwidths" 2, 5, 10, 20, 40, 60 are variances).
         mmd_max_pixels (int): cap on pixels per class per batch for MMD.
+        mmd_estimator (str): ``'squared'``: the biased MMD² of each class,
+            summed over classes (eq. 5); ``'released'``: the authors'
+            ``sqrt(½·MMD²)`` of each class, averaged over classes
+            (authors_recipe R3).
+        adv_d_reduction (str): D's loss is ``'mean'`` (½ real + ½ fake) or
+            ``'sum'`` (real + fake, the authors' code) of the two terms.
         gen_unseen_rate (float): prior of the labels sampled for synthetic
             features: ∝ 1 per seen class and ``1 + gen_unseen_rate`` per
             unseen class (the authors: VOC 9, Context 14, COCO-Stuff 59).
@@ -147,6 +154,8 @@ class SIGNHead(BaseDecodeHead):
                  mmd_kernel_variances: Sequence[float] = (2, 5, 10, 20, 40,
                                                           60),
                  mmd_max_pixels: int = 256,
+                 mmd_estimator: str = 'squared',
+                 adv_d_reduction: str = 'mean',
                  gen_unseen_rate: float = 9.0,
                  calibration: float = 0.0,
                  embed_dim: int = 600,
@@ -209,6 +218,14 @@ class SIGNHead(BaseDecodeHead):
         self.loss_ce_d_weight = loss_ce_d_weight
         self.mmd_kernel_variances = tuple(mmd_kernel_variances)
         self.mmd_max_pixels = mmd_max_pixels
+        if mmd_estimator not in ('squared', 'released'):
+            raise ValueError("mmd_estimator must be 'squared' or "
+                             f"'released', got {mmd_estimator!r}.")
+        if adv_d_reduction not in ('mean', 'sum'):
+            raise ValueError("adv_d_reduction must be 'mean' or 'sum', got "
+                             f'{adv_d_reduction!r}.')
+        self.mmd_estimator = mmd_estimator
+        self.adv_d_reduction = adv_d_reduction
         self.gen_unseen_rate = gen_unseen_rate
         self.calibration = calibration
 
@@ -454,7 +471,8 @@ class SIGNHead(BaseDecodeHead):
 
     # --------------------------------------------------------------- losses
     def loss_segmentation(self, inputs, data_samples: SampleList,
-                          extra_logits: Sequence[Tensor] = ()
+                          extra_logits: Sequence[Tensor] = (),
+                          weights: Optional[Tensor] = None
                           ) -> Dict[str, Tensor]:
         """Training step (SIM), eq. 4: ``loss_ce`` (+ ``acc_seg``) of C on
         real features and ``loss_kld`` (α·KL over labelled pixels).
@@ -462,21 +480,27 @@ class SIGNHead(BaseDecodeHead):
         ``extra_logits``: C's logits at other input scales (DeepLab-v2
         multi-scale training); ``loss_ce`` is then the mean over the
         scale-1 logits, each extra scale and their element-wise max.
+        ``weights`` (``[B, H, W]`` at the label resolution, self-training):
+        each CE term is ``Σ w·ce / Σ w`` instead of the loss's mean.
         """
         feats, mu, logvar = inputs[:3]
         logits = self.forward(inputs)
         losses = self.loss_by_feat(logits, data_samples)
+        name = self.loss_decode.loss_name
+        if weights is not None:
+            labels = self._stack_batch_gt(data_samples)[:, 0]
+            losses[name] = self._weighted_cross_entropy(
+                logits, labels, weights)
         if extra_logits:
             fused = torch.stack([logits] + [
                 resize(x, logits.shape[2:], mode='bilinear',
                        align_corners=self.align_corners)
                 for x in extra_logits
             ]).max(dim=0).values
-            name = self.loss_decode.loss_name
-            losses[name] = torch.stack(
-                [losses[name]] +
-                [self.loss_by_feat(x, data_samples)[name]
-                 for x in (*extra_logits, fused)]).mean()
+            losses[name] = torch.stack([losses[name]] + [
+                self.loss_by_feat(x, data_samples)[name] if weights is None
+                else self._weighted_cross_entropy(x, labels, weights)
+                for x in (*extra_logits, fused)]).mean()
         labels = self._labels_at(data_samples, feats.shape[2:])
         losses['loss_kld'] = self.loss_kld_weight * kl_divergence(
             mu, logvar, labels != self.ignore_index)
@@ -500,9 +524,14 @@ class SIGNHead(BaseDecodeHead):
         fake = self.generate(labels, self._pixels(z)[idx])
         sigmas = [v**0.5 for v in self.mmd_kernel_variances]
         loss_mmd = fake.new_zeros(()) + 0 * fake.sum()
-        for c in labels.unique():
+        classes = labels.unique()
+        for c in classes:
             sel = labels == c
-            loss_mmd = loss_mmd + gaussian_mmd(real[sel], fake[sel], sigmas)
+            mmd2 = gaussian_mmd(real[sel], fake[sel], sigmas)
+            if self.mmd_estimator == 'released':
+                # sqrt(½·MMD²), mean over classes; clamped: d sqrt at 0
+                mmd2 = (0.5 * mmd2).clamp(min=1e-12).sqrt() / len(classes)
+            loss_mmd = loss_mmd + mmd2
         losses = dict(
             loss_mmd=self.loss_mmd_weight * loss_mmd,
             loss_adv_g=self.loss_adv_weight *
@@ -511,20 +540,52 @@ class SIGNHead(BaseDecodeHead):
 
     def loss_discriminator(self, real: Tensor,
                            fake: Tensor) -> Dict[str, Tensor]:
-        """D's side of eq. 6: real features → 1, generated → 0."""
-        loss = 0.5 * (
-            adversarial_loss(self.discriminate(real), real=True) +
-            adversarial_loss(self.discriminate(fake.detach()), real=False))
+        """D's side of eq. 6: real features → 1, generated → 0 (the two
+        terms averaged, or summed with ``adv_d_reduction='sum'``)."""
+        loss = (adversarial_loss(self.discriminate(real), real=True) +
+                adversarial_loss(self.discriminate(fake.detach()), real=False))
+        if self.adv_d_reduction == 'mean':
+            loss = 0.5 * loss
         return dict(loss_adv_d=self.loss_adv_weight * loss)
 
     def loss_classifier_real(self, feats: Tensor, data_samples: SampleList,
-                             weight: float) -> Tensor:
+                             weight: float,
+                             weights: Optional[Tensor] = None) -> Tensor:
         """``weight`` × cross-entropy of C on (detached) real feature maps
-        ``[B, C, h, w]`` against the labels at full resolution."""
+        ``[B, C, h, w]`` against the labels at full resolution (weighted
+        per pixel by ``weights [B, H, W]`` if given)."""
         labels = self._stack_batch_gt(data_samples)[:, 0]
-        logits = resize(self.cls_seg(feats.detach()), labels.shape[-2:],
-                        mode='bilinear', align_corners=self.align_corners)
+        logits = self.cls_seg(feats.detach())
+        if weights is not None:
+            return weight * self._weighted_cross_entropy(logits, labels,
+                                                         weights)
+        logits = resize(logits, labels.shape[-2:], mode='bilinear',
+                        align_corners=self.align_corners)
         return weight * self._cross_entropy(logits, labels)
+
+    def _weighted_cross_entropy(self, logits: Tensor, labels: Tensor,
+                                weights: Tensor) -> Tensor:
+        """``Σ w·ce / Σ w`` of ``logits [B, K, h, w]`` (resized to the
+        labels) against ``labels [B, H, W]`` with per-pixel ``weights
+        [B, H, W]`` (0 on ignored pixels); 0 if no weight is positive.
+        With weight 1 on every labelled pixel it is the plain mean."""
+        logits = resize(logits, labels.shape[-2:], mode='bilinear',
+                        align_corners=self.align_corners)
+        ce = F.cross_entropy(logits, labels, ignore_index=self.ignore_index,
+                             reduction='none')
+        weights = weights * (labels != self.ignore_index)
+        return (weights * ce).sum() / weights.sum().clamp(min=1e-6)
+
+    def with_targets(self, data_samples: SampleList,
+                     targets: Tensor) -> SampleList:
+        """Copies of ``data_samples`` whose ``gt_sem_seg`` is ``targets
+        [B, H, W]`` (self-training's pseudo-labelled label maps)."""
+        out = []
+        for sample, target in zip(data_samples, targets):
+            sample = sample.clone()
+            sample.gt_sem_seg = PixelData(data=target[None])
+            out.append(sample)
+        return out
 
     def sample_pseudo_labels(self, num: int, device) -> Tensor:
         """``num`` class indices drawn i.i.d. with prior ∝ 1 per seen class
@@ -564,42 +625,60 @@ class SIGNHead(BaseDecodeHead):
 
     def pseudo_labels(self, teacher_logits: Tensor,
                       data_samples: SampleList, mode: str,
-                      temperature: float, top_p: float, top_k: int = 10
+                      temperature: float, top_p: float, top_k: int = 1,
+                      max_pseudo_ratio: Optional[float] = None,
+                      candidates: str = 'ignored'
                       ) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
         """Self-training targets of a batch (section 3.4).
 
         Args:
             teacher_logits: ``[B, K, H, W]`` at the label resolution.
+            max_pseudo_ratio: if set, the pseudo-labelled pixels' summed
+                weight in the batch is scaled down to at most this many
+                times the number of seen-labelled pixels (None: eq. 16
+                alone, the paper).
+            candidates: AST's pixels (:func:`pseudo_label_image`).
 
         Returns:
             ``(targets [B, H, W], weights [B, H, W], stats)``; ``stats``
             (logged) has the number of pseudo-labelled pixels kept
-            ``st_pixels``, their mean weight ``st_weight`` and mean
-            confidence ``st_confidence``.
+            ``st_pixels``, their mean weight ``st_weight`` (after the
+            ratio cap), mean confidence ``st_confidence`` and the cap's
+            scale ``st_scale`` (1: not capped).
         """
         labels = self._stack_batch_gt(data_samples)[:, 0]
         probs = teacher_logits.softmax(dim=1)
         unseen = self.unseen_ids.to(labels.device)
-        targets, weights, confs, pseudo_w = [], [], [], []
+        targets, weights, confs = [], [], []
         for prob, label, sample in zip(probs, labels, data_samples):
             valid = torch.zeros_like(label, dtype=torch.bool)
             h, w = sample.metainfo.get('img_shape', label.shape)
             valid[:h, :w] = True  # padding is at the bottom / right
             target, weight, conf = pseudo_label_image(
                 prob, label, unseen, valid, mode, temperature, top_p,
-                self.ignore_index, top_k)
+                self.ignore_index, top_k, candidates)
             targets.append(target)
             weights.append(weight)
             confs.append(conf)
-            pseudo_w.append(weight[(label == self.ignore_index)
-                                   & (target != self.ignore_index)])
-        confs, pseudo_w = torch.cat(confs), torch.cat(pseudo_w)
+        targets, weights = torch.stack(targets), torch.stack(weights)
+        confs = torch.cat(confs)
+        pseudo = (labels == self.ignore_index) & \
+            (targets != self.ignore_index)
+        scale = probs.new_ones(())
+        if max_pseudo_ratio is not None:
+            budget = max_pseudo_ratio * (labels != self.ignore_index).sum()
+            total = weights[pseudo].sum()
+            if total > budget:
+                scale = budget / total
+                weights = torch.where(pseudo, weights * scale, weights)
+        pseudo_w = weights[pseudo]
         zero = probs.new_zeros(())
         stats = dict(
             st_pixels=probs.new_tensor(float(confs.numel())),
             st_weight=pseudo_w.mean() if pseudo_w.numel() else zero,
-            st_confidence=confs.mean() if confs.numel() else zero)
-        return torch.stack(targets), torch.stack(weights), stats
+            st_confidence=confs.mean() if confs.numel() else zero,
+            st_scale=scale.float())
+        return targets, weights, stats
 
     def loss_self_train(self, inputs, targets: Tensor, weights: Tensor,
                         synth_weight: float = 1.0) -> Dict[str, Tensor]:
@@ -607,14 +686,8 @@ class SIGNHead(BaseDecodeHead):
         and pseudo labels (``Σ w·ce / Σ w``), plus ``synth_weight`` ×
         ``loss_ce_synth`` (0 leaves it out)."""
         feats = inputs[0]
-        logits = F.interpolate(
-            self.cls_seg(feats), size=targets.shape[-2:], mode='bilinear',
-            align_corners=self.align_corners)
-        ce = F.cross_entropy(
-            logits, targets, ignore_index=self.ignore_index,
-            reduction='none')
-        loss = (weights * ce).sum() / weights.sum().clamp(min=1e-6)
-        losses = dict(loss_ce_st=loss)
+        losses = dict(loss_ce_st=self._weighted_cross_entropy(
+            self.cls_seg(feats), targets, weights))
         if synth_weight:
             num = feats.shape[0] * feats.shape[2] * feats.shape[3]
             losses['loss_ce_synth'] = self.loss_synthetic(num, feats,

@@ -24,11 +24,14 @@ class ContextualReparameterization(nn.Module):
         dilations (Sequence[int]): dilation of each context conv.
         logvar_relu (bool): pass ``logvar`` through a ReLU (so
             ``σ ≥ 1``), as the authors' code does.
+        released_gates (bool): the authors' gates ``sigmoid(ReLU(conv))``
+            (so ≥ 0.5) with a bias-free conv (authors_recipe R8); False:
+            ``sigmoid(conv)`` with a bias.
     """
 
     def __init__(self, channels: int, latent_channels: int,
                  hidden: int = 256, dilations: Sequence[int] = (1, 2, 5),
-                 logvar_relu: bool = True):
+                 logvar_relu: bool = True, released_gates: bool = False):
         super().__init__()
         self.contexts = nn.ModuleList()
         in_ch = channels
@@ -38,7 +41,9 @@ class ContextualReparameterization(nn.Module):
                 nn.ReLU(inplace=True)))
             in_ch = hidden
         n = len(dilations)
-        self.gates = nn.Conv2d(n * hidden, n, 3, padding=1)
+        self.gates = nn.Conv2d(n * hidden, n, 3, padding=1,
+                               bias=not released_gates)
+        self.released_gates = released_gates
         self.fuse = nn.Sequential(
             nn.Conv2d(n * hidden, channels, 1), nn.ReLU(inplace=True))
         self.mu = nn.Conv2d(channels, latent_channels, 3, padding=1)
@@ -55,7 +60,10 @@ class ContextualReparameterization(nn.Module):
             x = context(x)
             maps.append(x)
         cat = torch.cat(maps, dim=1)
-        gates = torch.sigmoid(self.gates(cat))  # [B, n, H, W]
+        gates = self.gates(cat)
+        if self.released_gates:
+            gates = torch.relu(gates)
+        gates = torch.sigmoid(gates)  # [B, n, H, W]
         gated = torch.cat(
             [m * gates[:, i:i + 1] for i, m in enumerate(maps)], dim=1)
         h = self.fuse(gated)

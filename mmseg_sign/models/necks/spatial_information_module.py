@@ -53,6 +53,8 @@ class SpatialInformationModule(BaseModule):
             context maps (256 in the paper).
         latent_dilations (Sequence[int]): their dilations (1, 2, 5).
         logvar_relu (bool): ReLU on ``logvar`` as in the authors' code.
+        released_gates (bool): the authors' context gates
+            ``sigmoid(ReLU(conv))`` with a bias-free conv.
         input_transform (str, optional): ``'resize_concat'`` fuses several
             levels (HRNet / MiT): resized to the first one's size and
             concatenated before the input projection.
@@ -83,6 +85,7 @@ class SpatialInformationModule(BaseModule):
                  latent_hidden: int = 256,
                  latent_dilations: Sequence[int] = (1, 2, 5),
                  logvar_relu: bool = True,
+                 released_gates: bool = False,
                  z_modulation: bool = True,
                  input_transform: Optional[str] = None,
                  encoder_cfg: Optional[dict] = None,
@@ -142,7 +145,7 @@ class SpatialInformationModule(BaseModule):
                 "(F_x = sigmoid(h' + h'*sigmoid(z))).")
         self.reparam = ContextualReparameterization(
             channels, latent_channels, latent_hidden, latent_dilations,
-            logvar_relu)
+            logvar_relu, released_gates)
         self.z_modulation = z_modulation
 
     def _select_inputs(self, inputs) -> torch.Tensor:

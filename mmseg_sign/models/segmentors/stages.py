@@ -3,7 +3,7 @@ one home for what ``SIGNStageHook`` checks and ``ZeroShotEncoderDecoder``
 runs."""
 from typing import Dict, List
 
-from ..utils.pseudo_labels import ST_MODES
+from ..utils.pseudo_labels import AST_CANDIDATES, ST_MODES
 
 #: stage name → its options and their defaults (besides ``name``, ``iters``)
 STAGE_OPTIONS: Dict[str, dict] = dict(
@@ -16,14 +16,25 @@ STAGE_OPTIONS: Dict[str, dict] = dict(
     # features every iteration (eq. 9).
     transfer=dict(mode='alternate', block_iters=100, real_weight=0.75,
                   fake_weight=0.25, synth_weight=0.125),
-    # section 3.4: 'AST' (eq. 16), 'ST' (ZS3: top_p % per class among
-    # pixels predicted unseen), 'ST_topk' (CaGNet: best unseen class in the
-    # top_k classes)
-    # top_k classes); synth_weight: C on synthetic features (eq. 8) too
-    self_train=dict(mode='AST', temperature=2.0, top_p=75.0, top_k=10,
-                    synth_weight=1.0),
+    # section 3.4: pseudo labels of the frozen teacher, 'AST' (eq. 16),
+    # 'ST' (ZS3: top_p % per class among pixels predicted unseen) or
+    # 'ST_topk' (CaGNet: best unseen class when among the top_k classes;
+    # CaGNet's self-training config: top 1). update='train' (the authors'
+    # release): the train stage's own update on the pseudo-labelled
+    # targets (E, SIM: ce + kld; G: adv + mmd; D + C: adv + ce).
+    # update='classifier' (this project before issue 16): E, SIM and C on
+    # the targets, G and D frozen. synth_weight: C on synthetic features
+    # (eq. 8) too; the release uses none. max_pseudo_ratio: the
+    # pseudo-labelled pixels of a batch weigh at most this many times its
+    # seen-labelled pixels (None: the paper's eq. 16 alone). candidates
+    # (AST): 'ignored' (every ignored pixel, the paper) or
+    # 'predicted_unseen' (those the teacher predicts unseen).
+    self_train=dict(mode='AST', temperature=2.0, top_p=75.0, top_k=1,
+                    update='train', synth_weight=0.0,
+                    max_pseudo_ratio=None, candidates='ignored'),
 )
 TRANSFER_MODES = ('alternate', 'classifier')
+SELF_TRAIN_UPDATES = ('train', 'classifier')
 
 
 def stage_options(index: int, stage: dict) -> dict:
@@ -65,9 +76,20 @@ def stage_options(index: int, stage: dict) -> dict:
         if not 0 < out['top_p'] <= 100:
             raise ValueError(f'{where}: top_p is a percentage in (0, 100], '
                              f'got {out["top_p"]}.')
+        if out['update'] not in SELF_TRAIN_UPDATES:
+            raise ValueError(f'{where}: update must be one of '
+                             f'{SELF_TRAIN_UPDATES}, got {out["update"]!r}.')
         if out['synth_weight'] < 0:
             raise ValueError(f'{where}: synth_weight must be >= 0, got '
                              f'{out["synth_weight"]}.')
+        if out['candidates'] not in AST_CANDIDATES:
+            raise ValueError(f'{where}: candidates must be one of '
+                             f'{AST_CANDIDATES}, got {out["candidates"]!r}.')
+        ratio = out['max_pseudo_ratio']
+        if ratio is not None and (isinstance(ratio, bool) or not isinstance(
+                ratio, (int, float)) or not ratio > 0):
+            raise ValueError(f'{where}: max_pseudo_ratio must be None or a '
+                             f'number > 0, got {ratio!r}.')
         if not isinstance(out['top_k'], int) or out['top_k'] < 1:
             raise ValueError(f'{where}: top_k must be a positive integer, '
                              f'got {out["top_k"]!r}.')
@@ -83,4 +105,7 @@ def required_optim_wrappers(stage: dict) -> List[str]:
     if name == 'transfer':
         return ['transfer'] + (['transfer_generator']
                                if stage['mode'] == 'alternate' else [])
+    if stage['update'] == 'train':
+        return ['self_train', 'self_train_generator',
+                'self_train_discriminator']
     return ['self_train']

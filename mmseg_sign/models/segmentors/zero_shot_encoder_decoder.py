@@ -327,11 +327,13 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
 
     def _adversarial_step(self, feats, data_samples, gen_ow, dis_ow,
                           real_key: str, real_weight: float,
-                          fake_weight: float = 0.0):
+                          fake_weight: float = 0.0,
+                          weights: Optional[torch.Tensor] = None):
         """G (β·MMD + adversarial, eq. 5-7) then D (adversarial, eq. 6)
         on the same pixels; D's wrapper also trains C by ``real_weight``
-        × CE on the real feature maps and ``fake_weight`` × CE on the
-        generated seen features, where these weights are > 0."""
+        × CE on the real feature maps (per-pixel ``weights`` if given) and
+        ``fake_weight`` × CE on the generated seen features, where these
+        weights are > 0."""
         head = self.decode_head
         with gen_ow.optim_context(self):
             losses_g, real, fake, labels = head.loss_generator(
@@ -343,27 +345,35 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
             losses_d = head.loss_discriminator(real, fake.detach())
             if real_weight:
                 losses_d[real_key] = head.loss_classifier_real(
-                    feats[0], data_samples, real_weight)
+                    feats[0], data_samples, real_weight, weights)
             if fake_weight:
                 losses_d['loss_ce_fake'] = fake_weight * head._cross_entropy(
                     head.classify(fake.detach()), labels)
         log_vars.update(self._update(dis_ow, losses_d))
         return log_vars
 
-    def _train_step(self, inputs, data_samples, optim_wrapper):
-        """Eq. 4 (E, SIM [, C]) and eq. 7 (G, D [+ C]), optimised jointly."""
-        seg_ow, gen_ow, dis_ow = self._require(optim_wrapper, 'segmentor',
-                                               'generator', 'discriminator')
+    def _train_step(self, inputs, data_samples, optim_wrapper,
+                    wrappers=('segmentor', 'generator', 'discriminator'),
+                    weights: Optional[torch.Tensor] = None):
+        """Eq. 4 (E, SIM [, C]) and eq. 7 (G, D [+ C]), optimised jointly.
+
+        Self-training (``update='train'``) runs the same update with its
+        own ``wrappers`` on the pseudo-labelled targets in
+        ``data_samples``; ``weights`` (``[B, H, W]``, at the label
+        resolution) weigh C's cross-entropy terms per pixel (AST, eq. 16).
+        """
+        seg_ow, gen_ow, dis_ow = self._require(optim_wrapper, *wrappers)
         head = self.decode_head
         with seg_ow.optim_context(self):
             feats = self.extract_feat(inputs)
             losses = head.loss_segmentation(
-                feats, data_samples, self._extra_scale_logits(inputs))
+                feats, data_samples, self._extra_scale_logits(inputs),
+                weights=weights)
         log_vars = self._update(seg_ow, losses)
         shared = head.classifier == 'shared_trunk'
         log_vars.update(self._adversarial_step(
             feats, data_samples, gen_ow, dis_ow, 'loss_ce_d',
-            head.loss_ce_d_weight if shared else 0.0))
+            head.loss_ce_d_weight if shared else 0.0, weights=weights))
         return log_vars
 
     def _feature_pixels(self, inputs: torch.Tensor) -> int:
@@ -415,10 +425,20 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         return self._update(transfer_ow, losses)
 
     def _self_train_step(self, inputs, data_samples, optim_wrapper):
-        """Section 3.4: E, SIM and C learn from seen labels and the frozen
-        teacher's unseen pseudo labels (ST: top-p, AST: eq. 16 weights);
-        G is frozen and only feeds ``loss_ce_synth``."""
-        (st_ow, ) = self._require(optim_wrapper, 'self_train')
+        """Section 3.4: the frozen teacher's pseudo labels for the ignored
+        pixels (ST: top-p / top-k, AST: eq. 16 weights), then
+
+        * ``update='train'`` (the authors' release, ``trainer.train(data,
+          gt_new, mode='step1')``): the ``train`` stage's own update on the
+          pseudo-labelled targets, with the wrappers ``self_train`` (E,
+          SIM: weighted CE + α·KL), ``self_train_generator`` (G: adv +
+          β·MMD) and ``self_train_discriminator`` (D + C: adv + weighted
+          CE on real features);
+        * ``update='classifier'`` (this project before): E, SIM and C
+          (``self_train``) on the weighted CE, G and D frozen.
+
+        ``synth_weight`` > 0 adds C's CE on synthetic features (eq. 8).
+        """
         if self.teacher is None:
             raise RuntimeError('self_train stage without a teacher; call '
                                'set_stage("self_train") first.')
@@ -432,11 +452,27 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                 align_corners=head.align_corners)
             targets, weights, stats = head.pseudo_labels(
                 t_logits, data_samples, cfg['mode'], cfg['temperature'],
-                cfg['top_p'], cfg['top_k'])
-        with st_ow.optim_context(self):
-            feats = self.extract_feat(inputs)
-            losses = head.loss_self_train(feats, targets, weights,
-                                          cfg['synth_weight'])
-        log_vars = self._update(st_ow, losses)
+                cfg['top_p'], cfg['top_k'], cfg['max_pseudo_ratio'],
+                cfg['candidates'])
+        if cfg['update'] == 'train':
+            log_vars = self._train_step(
+                inputs, head.with_targets(data_samples, targets),
+                optim_wrapper, ('self_train', 'self_train_generator',
+                                'self_train_discriminator'), weights)
+            if cfg['synth_weight']:
+                (dis_ow, ) = self._require(optim_wrapper,
+                                           'self_train_discriminator')
+                with dis_ow.optim_context(self):
+                    losses = dict(loss_ce_synth=head.loss_synthetic(
+                        self._feature_pixels(inputs), inputs,
+                        cfg['synth_weight']))
+                log_vars.update(self._update(dis_ow, losses))
+        else:
+            (st_ow, ) = self._require(optim_wrapper, 'self_train')
+            with st_ow.optim_context(self):
+                feats = self.extract_feat(inputs)
+                losses = head.loss_self_train(feats, targets, weights,
+                                              cfg['synth_weight'])
+            log_vars = self._update(st_ow, losses)
         log_vars.update(stats)
         return log_vars

@@ -8,6 +8,9 @@ from torch import Tensor
 from ..losses import annealed_weights
 
 ST_MODES = ('AST', 'ST', 'ST_topk')
+#: which ignored pixels AST labels: all of them (the paper), or those whose
+#: teacher arg-max over all classes is an unseen class (ZS3's candidates)
+AST_CANDIDATES = ('ignored', 'predicted_unseen')
 
 
 def top_p_mask(confidence: Tensor, labels: Tensor, top_p: float) -> Tensor:
@@ -35,8 +38,9 @@ def pseudo_label_image(probs: Tensor,
                        temperature: float = 2.0,
                        top_p: float = 75.0,
                        ignore_index: int = 255,
-                       top_k: int = 10) -> Tuple[Tensor, Tensor,
-                                                         Tensor]:
+                       top_k: int = 1,
+                       candidates: str = 'ignored') -> Tuple[Tensor, Tensor,
+                                                             Tensor]:
     """Targets and weights of one image for self-training.
 
     Pixels labelled with a (seen) class keep their label with weight 1.
@@ -48,7 +52,9 @@ def pseudo_label_image(probs: Tensor,
       :func:`annealed_weights` over this image's pseudo-labelled pixels
       (largest weight 1). The authors' released code zeroes the confidence
       before the softmax, so its weights are uniform: ``'AST'`` with a very
-      large ``temperature``.
+      large ``temperature``. ``candidates='predicted_unseen'`` keeps only
+      the pixels whose arg-max over all classes is unseen (ZS3's
+      candidates), weighted by eq. 16 over them.
     * ``'ST'`` (ZS3's self-training, the paper's ST baseline): only pixels
       whose arg-max over *all* classes is an unseen class are candidates;
       per unseen class the ``top_p`` percent most confident get weight 1.
@@ -87,8 +93,15 @@ def pseudo_label_image(probs: Tensor,
         keep = rank < top_k
         w = keep.to(probs.dtype)
     else:
-        keep = torch.ones_like(conf, dtype=torch.bool)
-        w = annealed_weights(conf, temperature)
+        if candidates not in AST_CANDIDATES:
+            raise ValueError(f'AST candidates must be one of '
+                             f'{AST_CANDIDATES}, got {candidates!r}.')
+        if candidates == 'ignored':
+            keep = torch.ones_like(conf, dtype=torch.bool)
+        else:
+            keep = torch.isin(pixel_probs.argmax(dim=0), unseen_ids)
+        w = torch.zeros_like(conf)
+        w[keep] = annealed_weights(conf[keep], temperature)
     target[pseudo] = torch.where(keep, classes,
                                  torch.full_like(classes, ignore_index))
     weight[pseudo] = w

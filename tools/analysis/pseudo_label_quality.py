@@ -1,0 +1,192 @@
+"""How good are the self-training pseudo labels? The teacher at the start
+of self-training, on the training images.
+
+    python tools/analysis/pseudo_label_quality.py CONFIG CHECKPOINT \
+        [--max-images N] [--out quality.json] [--cfg-options ...]
+
+CHECKPOINT is the model when self-training starts (the teacher: e.g.
+``iter_800.pth`` of ``configs/sign/sign_toy.py``). Every training image is
+read whole with the test pipeline (no crop, no flip) and its true labels;
+the unseen classes are then ignored as the training pipeline does
+(``MaskUnseenClasses``) and the pseudo labels are made exactly as the
+config's ``self_train`` stage makes them (its mode, temperature, top_p,
+top_k: :func:`mmseg_sign.models.utils.pseudo_label_image`).
+
+Printed (and written to ``--out`` as JSON): of the pseudo-labelled pixels,
+the share on unseen objects and on void (pixels no class labels); their
+accuracy against the true labels on unseen objects; how many unseen-object
+pixels get a pseudo label (coverage); and the distribution of the AST
+weights (eq. 16) for each group: unseen objects labelled with the right
+class, with a wrong class, and void. The weighted shares say how much of
+self-training's pseudo-label loss teaches the right class.
+"""
+import argparse
+import json
+from typing import Dict, List
+
+import torch
+import torch.nn.functional as F
+from mmengine.config import Config, DictAction
+from mmengine.dataset import pseudo_collate
+from mmengine.registry import init_default_scope
+
+GROUPS = ('right', 'wrong', 'void')
+
+
+def pseudo_label_groups(target: torch.Tensor, true_label: torch.Tensor,
+                        train_label: torch.Tensor, unseen_ids: torch.Tensor,
+                        valid: torch.Tensor,
+                        ignore_index: int = 255) -> Dict[str, torch.Tensor]:
+    """Masks ``[H, W]`` of one image's pixels by what self-training does
+    with them.
+
+    Args:
+        target: self-training targets (seen labels and pseudo labels).
+        true_label: the true labels (unseen classes not ignored).
+        train_label: the training labels (unseen classes ignored).
+        unseen_ids: the unseen class indices ``[U]``.
+        valid: False on padding.
+
+    Returns:
+        ``unseen``: unseen-object pixels (the candidates to label right);
+        ``right`` / ``wrong``: pseudo-labelled unseen-object pixels with
+        the right / a wrong class; ``void``: pseudo-labelled pixels that
+        no class labels.
+    """
+    candidate = (train_label == ignore_index) & valid
+    pseudo = candidate & (target != ignore_index)
+    unseen = candidate & torch.isin(true_label, unseen_ids)
+    void = candidate & (true_label == ignore_index)
+    return dict(unseen=unseen, right=pseudo & unseen & (target == true_label),
+                wrong=pseudo & unseen & (target != true_label),
+                void=pseudo & void)
+
+
+def summarise(counts: Dict[str, int], weights: Dict[str, List[torch.Tensor]]
+              ) -> dict:
+    """The report from the summed ``counts`` (``unseen``, ``right``,
+    ``wrong``, ``void``) and each group's pseudo-label weights."""
+    w = {g: torch.cat(weights[g]) if weights[g] else torch.zeros(0)
+         for g in GROUPS}
+    pseudo = sum(counts[g] for g in GROUPS)
+    total_w = sum(float(w[g].sum()) for g in GROUPS)
+    on_unseen = counts['right'] + counts['wrong']
+
+    def ratio(a, b):
+        return a / b if b else float('nan')
+
+    out = dict(
+        pseudo_pixels=pseudo,
+        share_on_unseen=ratio(on_unseen, pseudo),
+        share_on_void=ratio(counts['void'], pseudo),
+        accuracy_on_unseen=ratio(counts['right'], on_unseen),
+        coverage_of_unseen=ratio(on_unseen, counts['unseen']),
+        weighted_share_right=ratio(float(w['right'].sum()), total_w),
+        weighted_share_void=ratio(float(w['void'].sum()), total_w),
+        weights={})
+    for g in GROUPS:
+        x = w[g]
+        out['weights'][g] = dict(
+            pixels=int(x.numel()),
+            mean=float(x.mean()) if x.numel() else float('nan'),
+            **{f'q{q}': float(x.quantile(q / 100)) if x.numel()
+               else float('nan') for q in (10, 50, 90)})
+    return out
+
+
+def self_train_stage(cfg: Config) -> dict:
+    """The config's ``self_train`` stage with every option filled in."""
+    from mmseg_sign.models.segmentors.stages import stage_options
+    for hook in cfg.get('custom_hooks', []):
+        if hook.get('type') == 'SIGNStageHook':
+            for i, stage in enumerate(hook['stages']):
+                if stage.get('name') == 'self_train':
+                    return stage_options(i, stage)
+    raise SystemExit('error: the config has no self_train stage in '
+                     'SIGNStageHook.stages; use a config that self-trains '
+                     '(e.g. configs/sign/sign_toy.py).')
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('config')
+    parser.add_argument('checkpoint', help='the model when self-training '
+                        'starts (the teacher)')
+    parser.add_argument('--max-images', type=int, default=None)
+    parser.add_argument('--out', help='write the report as JSON here')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    args = parser.parse_args()
+    import mmseg_sign  # noqa: F401  (registers the project's modules)
+    from mmseg.apis import init_model
+    from mmseg.registry import DATASETS
+    from mmseg_sign.models.utils import pseudo_label_image
+
+    cfg = Config.fromfile(args.config)
+    if args.cfg_options:
+        cfg.merge_from_dict(args.cfg_options)
+    init_default_scope(cfg.get('default_scope', 'mmseg'))
+    stage = self_train_stage(cfg)
+    model = init_model(cfg, args.checkpoint, device='cpu')
+    head = model.decode_head
+    ds_cfg = cfg.train_dataloader.dataset.copy()
+    ds_cfg.pipeline = cfg.test_dataloader.dataset.pipeline  # whole, true
+    dataset = DATASETS.build(ds_cfg)
+    unseen = torch.tensor(dataset.unseen_class_ids, dtype=torch.long)
+    if not len(unseen):
+        raise SystemExit('error: the training dataset has no unseen classes.')
+    ignore = head.ignore_index
+    counts = dict(unseen=0, right=0, wrong=0, void=0)
+    weights = {g: [] for g in GROUPS}
+    n = len(dataset) if args.max_images is None else min(
+        len(dataset), args.max_images)
+    for i in range(n):
+        data = model.data_preprocessor(pseudo_collate([dataset[i]]), False)
+        sample = data['data_samples'][0]
+        with torch.no_grad():
+            logits = head(model.extract_feat(data['inputs']))
+            logits = F.interpolate(logits, size=data['inputs'].shape[2:],
+                                   mode='bilinear',
+                                   align_corners=head.align_corners)
+        true = sample.gt_sem_seg.data[0]
+        h, w = true.shape
+        probs = logits[0, :, :h, :w].softmax(0)
+        train_label = torch.where(torch.isin(true, unseen),
+                                  torch.full_like(true, ignore), true)
+        valid = torch.ones_like(true, dtype=torch.bool)
+        target, weight, _ = pseudo_label_image(
+            probs, train_label, unseen, valid, stage['mode'],
+            stage['temperature'], stage['top_p'], ignore, stage['top_k'])
+        masks = pseudo_label_groups(target, true, train_label, unseen, valid,
+                                    ignore)
+        for key, mask in masks.items():
+            counts[key] += int(mask.sum())
+            if key in weights:
+                weights[key].append(weight[mask])
+    report = dict(config=args.config, checkpoint=args.checkpoint,
+                  images=n, mode=stage['mode'],
+                  temperature=stage['temperature'],
+                  **summarise(counts, weights))
+    print(f"pseudo labels of {args.checkpoint} on {n} training images "
+          f"(mode {stage['mode']}, T = {stage['temperature']}):")
+    print(f"  pseudo-labelled pixels: {report['pseudo_pixels']}, "
+          f"{100 * report['share_on_unseen']:.1f} % on unseen objects, "
+          f"{100 * report['share_on_void']:.1f} % on void")
+    print(f"  accuracy on unseen objects: "
+          f"{100 * report['accuracy_on_unseen']:.1f} %; coverage of unseen "
+          f"objects: {100 * report['coverage_of_unseen']:.1f} %")
+    print(f"  share of the pseudo-label weight: right class "
+          f"{100 * report['weighted_share_right']:.1f} %, void "
+          f"{100 * report['weighted_share_void']:.1f} %")
+    print('  weights    pixels    mean     q10     q50     q90')
+    for g in GROUPS:
+        s = report['weights'][g]
+        print(f"  {g:<8}{s['pixels']:>9} {s['mean']:7.3f} {s['q10']:7.3f} "
+              f"{s['q50']:7.3f} {s['q90']:7.3f}")
+    if args.out:
+        with open(args.out, 'w') as f:
+            json.dump(report, f, indent=1)
+    print(json.dumps({k: v for k, v in report.items() if k != 'weights'}))
+
+
+if __name__ == '__main__':
+    main()
