@@ -78,7 +78,8 @@ TRANSFER_STAGE = dict(name='transfer', iters=TRANSFER, mode='alternate',
 FULL = stage_body([
     dict(name='train', iters=TRAIN),
     TRANSFER_STAGE,
-    dict(name='self_train', iters=SELF_TRAIN, mode='AST', temperature=0.1)
+    dict(name='self_train', iters=SELF_TRAIN, mode='AST', temperature=0.5,
+         candidates='predicted_unseen')
 ])
 ST = stage_body([
     dict(name='train', iters=TRAIN),
@@ -86,6 +87,20 @@ ST = stage_body([
     dict(name='self_train', iters=SELF_TRAIN, mode='ST', top_p=75.0)
 ])
 TRANSFER_ONLY = stage_body([dict(name='train', iters=TRAIN), TRANSFER_STAGE])
+# self-training variants, each started from the AST run's checkpoint at the
+# start of self-training (load_from; a plan of self-training alone)
+ST_VARIANTS = {
+    # the paper's AST candidates: every ignored pixel (void included)
+    'stages: + AST, every ignored pixel (the paper)': (
+        dict(mode='AST', temperature=0.5), ''),
+    # this project's update before issue 16: E, SIM and C on the weighted
+    # CE plus C on synthetic features, G and D frozen (T = 0.1 then)
+    'stages: + AST, update as before (E, SIM, C; synthetic CE)': (
+        dict(mode='AST', temperature=0.1, update='classifier',
+             synth_weight=1.0),
+        "optim_wrapper = dict(self_train=dict(modules=['backbone', 'neck', "
+        "'decode_head.trunk', 'decode_head.conv_seg']))"),
+}
 
 
 def train(cfg, work_dir, seed, resume=False):
@@ -148,6 +163,21 @@ optim_wrapper = dict(
     f"iters={TRANSFER}, mode='classifier', real_weight=1.0, "
     "synth_weight=1.0)]), dict(type='TorchRNGStateHook')]",
 }
+# the released code's details of authors_recipe R2, R3, R8 (adopted in the
+# paper configs), each switched on alone in the toy model
+RELEASED_VARIANTS = {
+    "released: MMD sqrt(½·MMD²) per class (mmd_estimator='released')":
+    "model = dict(decode_head=dict(mmd_estimator='released'))",
+    "released: D loss real + fake summed (adv_d_reduction='sum')":
+    "model = dict(decode_head=dict(adv_d_reduction='sum'))",
+    'released: context gates sigmoid(ReLU(conv)), bias-free':
+    "model = dict(neck=dict(released_gates=True))",
+    'released: Adam betas (0.9, 0.999)':
+    "optim_wrapper = dict(" + ", ".join(
+        f"{k}=dict(optimizer=dict(betas=(0.9, 0.999)))" for k in (
+            'generator', 'discriminator', 'transfer', 'transfer_generator'))
+    + ")",
+}
 PE_VARIANTS = {
     'PE: none': "model = dict(neck=dict(pe_type='none'))",
     'PE: absolute': "model = dict(neck=dict(pe_type='absolute'))",
@@ -161,8 +191,9 @@ SIM_VARIANTS = {
 }
 ORDER = [
     'stages: train only', 'stages: + transfer (SIGN)',
-    'stages: + ST (ZS3, top 75 %)', 'stages: + AST (T = 0.1)',
-    *RECIPE_VARIANTS, 'PE: none', 'PE: absolute',
+    'stages: + ST (ZS3, top 75 %)', 'stages: + AST (T = 0.5)',
+    *ST_VARIANTS, *RECIPE_VARIANTS, *RELEASED_VARIANTS, 'PE: none',
+    'PE: absolute',
     'PE: absolute + interpolation', 'PE: relative (RPE, default)',
     'SIM: conv', 'SIM: attention', 'SIM: self-attention',
     'SIM: multi-head self-attention (default)'
@@ -190,7 +221,8 @@ def main():
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--groups', nargs='+',
                         default=['stages', 'recipe', 'pe', 'sim'],
-                        choices=['stages', 'recipe', 'pe', 'sim'])
+                        choices=['stages', 'recipe', 'released', 'pe',
+                                 'sim'])
     parser.add_argument('--data-seed', type=int, default=0,
                         help='seed of the toy data (the table: 0)')
     parser.add_argument('--work-dir', default='work_dirs/toy_ablation')
@@ -237,7 +269,8 @@ def main():
         cfgs[name] = osp.join(wd, f'{name}.py')
         write_config(cfgs[name], data_root, body)
     variants = {}
-    for group, table in [('recipe', RECIPE_VARIANTS), ('pe', PE_VARIANTS),
+    for group, table in [('recipe', RECIPE_VARIANTS),
+                         ('released', RELEASED_VARIANTS), ('pe', PE_VARIANTS),
                          ('sim', SIM_VARIANTS)]:
         if group in args.groups:
             variants.update(table)
@@ -257,7 +290,17 @@ def main():
             with open(osp.join(st_run, 'last_checkpoint'), 'w') as f:
                 f.write(start)
             train(cfgs['st'], st_run, seed, resume=True)
+            variants_st = {}
+            for i, (row, (stage, body)) in enumerate(ST_VARIANTS.items()):
+                vcfg = osp.join(wd, f'st_variant{i}.py')
+                write_config(vcfg, data_root, stage_body([dict(
+                    name='self_train', iters=SELF_TRAIN, **stage)]) +
+                    f'load_from = {start!r}\n' + body)
+                vrun = osp.join(wd, f'st_variant{i}_seed{seed}')
+                train(vcfg, vrun, seed)
+                variants_st[row] = val_metrics(vrun)[SELF_TRAIN]
             save(f'stages/{seed}', dict(
+                st_variants=variants_st,
                 seconds=seconds, train=m[TRAIN],
                 transfer=m[TRAIN + TRANSFER],
                 ast=m[TRAIN + TRANSFER + SELF_TRAIN],
@@ -286,11 +329,13 @@ def write_table(results, out, data_seed=0):
             for name, stage in [('stages: train only', 'train'),
                                 ('stages: + transfer (SIGN)', 'transfer'),
                                 ('stages: + ST (ZS3, top 75 %)', 'st'),
-                                ('stages: + AST (T = 0.1)', 'ast'),
+                                ('stages: + AST (T = 0.5)', 'ast'),
                                 ('PE: relative (RPE, default)', 'transfer'),
                                 ('SIM: multi-head self-attention (default)',
                                  'transfer')]:
                 rows.setdefault(name, []).append(value[stage])
+            for name, m in value.get('st_variants', {}).items():
+                rows.setdefault(name, []).append(m)
         else:
             rows.setdefault(row, []).append(value['transfer'])
     stages = [v for k, v in results.items() if k.startswith('stages/')]
@@ -308,8 +353,10 @@ def write_table(results, out, data_seed=0):
         'images, 64×64 crops; 50 test images of 96×96, larger than the '
         'crops as in the paper\'s PE study); 7 seen / 3 unseen classes. '
         f'Stages: train {TRAIN}, transfer {TRANSFER}, self-training '
-        f'{SELF_TRAIN} iterations. Recipe, PE and SIM rows are measured '
-        'after the transfer stage. mIoU in %, mean ± std over the seeds.',
+        f'{SELF_TRAIN} iterations. Recipe, released, PE and SIM rows are '
+        'measured after the transfer stage; the self-training variants '
+        'start from the AST run\'s checkpoint when self-training starts. '
+        'mIoU in %, mean ± std over the seeds.',
         '',
         '| setting | seen mIoU | unseen mIoU | harmonic mIoU |',
         '|---|---|---|---|',

@@ -10,7 +10,8 @@ read whole with the test pipeline (no crop, no flip) and its true labels;
 the unseen classes are then ignored as the training pipeline does
 (``MaskUnseenClasses``) and the pseudo labels are made exactly as the
 config's ``self_train`` stage makes them (its mode, temperature, top_p,
-top_k: :func:`mmseg_sign.models.utils.pseudo_label_image`).
+top_k, candidates: :func:`mmseg_sign.models.utils.pseudo_label_image`;
+``max_pseudo_ratio`` rescales a whole batch and is not applied here).
 
 Printed (and written to ``--out`` as JSON): of the pseudo-labelled pixels,
 the share on unseen objects and on void (pixels no class labels); their
@@ -155,7 +156,8 @@ def main():
         valid = torch.ones_like(true, dtype=torch.bool)
         target, weight, _ = pseudo_label_image(
             probs, train_label, unseen, valid, stage['mode'],
-            stage['temperature'], stage['top_p'], ignore, stage['top_k'])
+            stage['temperature'], stage['top_p'], ignore, stage['top_k'],
+            stage['candidates'])
         masks = pseudo_label_groups(target, true, train_label, unseen, valid,
                                     ignore)
         for key, mask in masks.items():
@@ -165,9 +167,11 @@ def main():
     report = dict(config=args.config, checkpoint=args.checkpoint,
                   images=n, mode=stage['mode'],
                   temperature=stage['temperature'],
+                  candidates=stage['candidates'],
                   **summarise(counts, weights))
     print(f"pseudo labels of {args.checkpoint} on {n} training images "
-          f"(mode {stage['mode']}, T = {stage['temperature']}):")
+          f"(mode {stage['mode']}, T = {stage['temperature']}, candidates "
+          f"{stage['candidates']}):")
     print(f"  pseudo-labelled pixels: {report['pseudo_pixels']}, "
           f"{100 * report['share_on_unseen']:.1f} % on unseen objects, "
           f"{100 * report['share_on_void']:.1f} % on void")
