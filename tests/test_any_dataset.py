@@ -256,7 +256,7 @@ param_scheduler = dict(
     segmentor=[dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0,
                     end=2, by_epoch=False)],
     generator=[], discriminator=[], transfer=[], transfer_generator=[],
-    self_train=[])
+    self_train=[], self_train_generator=[], self_train_discriminator=[])
 train_cfg = dict(max_iters=6, val_interval=100)
 default_hooks = dict(checkpoint=dict(interval=100),
                      logger=dict(interval=1),
