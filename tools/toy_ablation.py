@@ -1,7 +1,8 @@
 """The paper's ablations and the recipe switches on the toy benchmark,
 over several seeds.
 
-    python tools/toy_ablation.py --seeds 0 1 2 [--groups stages recipe pe sim]
+    python tools/toy_ablation.py --seeds 0 1 2 \
+        [--groups stages recipe released pe sim] [--data-seed 0]
 
 Makes a toy dataset whose test images (96×96) are larger than the training
 crops (64×64), as the paper tests RPE, then trains with tools/train.py:
@@ -11,6 +12,12 @@ crops (64×64), as the paper tests RPE, then trains with tools/train.py:
   resumes the AST run's checkpoint taken when self-training starts, so
   both share the first two stages exactly); also the linear probe of the
   latent code ``mu`` (tools/analysis/latent_probe.py) after ``train``;
+  and two self-training variants started from the same checkpoint
+  (``load_from``): AST on every ignored pixel (the paper's candidates) and
+  the project's update before issue 16 (E, SIM, C; synthetic CE);
+* ``released`` (after ``transfer``): each detail of the released code that
+  the paper configs adopt (MMD estimator, summed D loss, context gates,
+  Adam betas), switched on alone in the toy model;
 * ``recipe`` (after ``transfer``): each part of the authors' recipe
   switched back to the earlier behaviour on its own: the latent path
   (``z_modulation=False``), G / D / C / MMD (linear G output, separate
