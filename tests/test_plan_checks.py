@@ -183,3 +183,32 @@ def test_respanned_scheduler_equals_one_built_with_the_span(kind, kwargs):
             scheduler.step()
     assert lrs[0] == pytest.approx(lrs[1], abs=1e-15)
     assert len(set(lrs[1])) > 1  # the span changes the value
+
+
+def test_resume_after_a_wrapper_changed_its_modules(workspace):
+    """A checkpoint whose self_train wrapper held C too (this project's
+    configs before issue 16): --resume with today's wrappers restarts the
+    wrapper that never stepped instead of failing in torch's
+    load_state_dict."""
+    wd = str(workspace / 'wd_regroup')
+    old = write_config(workspace / 'old.py', 'configs/sign/sign_toy.py', """
+stages = [dict(name='train', iters=2)]
+custom_hooks = [dict(type='SIGNStageHook', stages=stages),
+                dict(type='TorchRNGStateHook')]
+train_cfg = dict(max_iters=2, val_interval=100)
+optim_wrapper = dict(self_train=dict(
+    modules=['backbone', 'neck', 'decode_head.trunk', 'decode_head.conv_seg']))
+default_hooks = dict(checkpoint=dict(interval=2))
+""")
+    run_tool(['train.py', old, '--work-dir', wd], workspace)
+    now = write_config(workspace / 'now.py', 'configs/sign/sign_toy.py', """
+stages = [dict(name='train', iters=2), dict(name='self_train', iters=2)]
+custom_hooks = [dict(type='SIGNStageHook', stages=stages),
+                dict(type='TorchRNGStateHook')]
+train_cfg = dict(max_iters=4, val_interval=100)
+default_hooks = dict(checkpoint=dict(interval=2))
+""")
+    out = run_tool(['train.py', now, '--work-dir', wd, '--resume'],
+                   workspace)
+    assert 'optim_wrapper.self_train now updates other parameters' in out
+    assert (workspace / 'wd_regroup' / 'iter_4.pth').exists()

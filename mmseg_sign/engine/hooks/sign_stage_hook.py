@@ -141,6 +141,43 @@ class SIGNStageHook(Hook):
                       f'optimizer wrappers {new} (added to the config since); '
                       'they and their schedulers start fresh.',
                       logger='current', level=logging.WARNING)
+        SIGNStageHook._restart_regrouped_wrappers(runner, checkpoint, names)
+
+    @staticmethod
+    def _restart_regrouped_wrappers(runner, checkpoint: dict, names) -> None:
+        """``--resume`` after a wrapper's ``modules`` changed (e.g. a
+        checkpoint from before issue 16, whose ``self_train`` also held C):
+        torch refuses the saved state (its parameter groups differ). A
+        wrapper that never stepped starts fresh, with its schedulers; one
+        that did is an error naming it."""
+        saved = checkpoint.get('optimizer', {})
+        for name in names:
+            if name not in saved or not isinstance(saved[name], dict):
+                continue
+            optimizer = runner.optim_wrapper[name].optimizer
+            now = [len(g['params']) for g in optimizer.param_groups]
+            before = [len(g['params'])
+                      for g in saved[name].get('param_groups', [])]
+            if now == before:
+                continue
+            if saved[name].get('state'):
+                raise ValueError(
+                    f'Resuming: optim_wrapper.{name} updates other '
+                    f'parameters than in the checkpoint ({sum(before)} '
+                    f'parameters in {len(before)} groups there, '
+                    f'{sum(now)} in {len(now)} groups now), and it has '
+                    'already stepped, so its state cannot be carried over. '
+                    f'Resume with the `modules` the run was started with, '
+                    'or start a new run from the checkpoint with '
+                    'load_from=... (its optimizers then start fresh).')
+            del saved[name]
+            schedulers = checkpoint.get('param_schedulers')
+            if isinstance(schedulers, dict):
+                schedulers[name] = []
+            print_log(f'Resuming: optim_wrapper.{name} now updates other '
+                      'parameters than in the checkpoint and has not '
+                      'stepped yet; it and its schedulers start fresh.',
+                      logger='current', level=logging.WARNING)
 
     def before_train(self, runner) -> None:
         head = self._model(runner).decode_head
