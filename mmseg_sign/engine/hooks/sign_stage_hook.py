@@ -151,10 +151,14 @@ class SIGNStageHook(Hook):
         wrapper that never stepped starts fresh, with its schedulers; one
         that did is an error naming it."""
         saved = checkpoint.get('optimizer', {})
+        built = getattr(runner.optim_wrapper, 'optim_wrappers', None)
+        if not isinstance(saved, dict) or not built:
+            return  # not (yet) an OptimWrapperDict: nothing to compare
         for name in names:
-            if name not in saved or not isinstance(saved[name], dict):
+            if name not in saved or name not in built or \
+                    not isinstance(saved[name], dict):
                 continue
-            optimizer = runner.optim_wrapper[name].optimizer
+            optimizer = built[name].optimizer
             now = [len(g['params']) for g in optimizer.param_groups]
             before = [len(g['params'])
                       for g in saved[name].get('param_groups', [])]
