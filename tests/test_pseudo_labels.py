@@ -57,13 +57,21 @@ def test_top_p_mask_by_hand():
         top_p_mask(conf, labels, 0)
 
 
-def test_st_mode_drops_unconfident_pseudo_labels():
+def five_pixels():
+    """3 classes (2 unseen) on a 1×5 image: pixels 0-3 ignored, pixel 4
+    labelled 0; pixels 0 and 2 are predicted unseen (0.9, 0.8), 1 and 3
+    class 1 (0.6, 0.7)."""
     probs = torch.zeros(3, 1, 5)
     probs[0] = 0.1
     probs[2] = torch.tensor([0.9, 0.3, 0.8, 0.2, 0.5])
     probs[1] = 1 - probs[0] - probs[2]
     label = torch.full((1, 5), IGN)
     label[0, 4] = 0
+    return probs, label
+
+
+def test_st_mode_drops_unconfident_pseudo_labels():
+    probs, label = five_pixels()
     target, weight, conf = pseudo_label_image(
         probs, label, torch.tensor([2]), mode='ST', top_p=100)
     # ZS3: candidates are the ignored pixels predicted unseen (arg-max over
@@ -121,12 +129,7 @@ def test_ast_on_predicted_unseen_candidates_by_hand():
     """candidates='predicted_unseen': AST labels only the ignored pixels
     whose arg-max over all classes is unseen; eq. 16 normalises over
     them."""
-    probs = torch.zeros(3, 1, 5)
-    probs[0] = 0.1
-    probs[2] = torch.tensor([0.9, 0.3, 0.8, 0.2, 0.5])
-    probs[1] = 1 - probs[0] - probs[2]
-    label = torch.full((1, 5), IGN)
-    label[0, 4] = 0
+    probs, label = five_pixels()
     target, weight, conf = pseudo_label_image(
         probs, label, torch.tensor([2]), mode='AST', temperature=0.5,
         candidates='predicted_unseen')

@@ -258,3 +258,22 @@ def test_pixel_classifier_equals_the_map_classifier(embedding_table,
     pixels = x.permute(0, 2, 3, 1).reshape(-1, 8)
     want = head.cls_seg(x).permute(0, 2, 3, 1).reshape(-1, 5)
     torch.testing.assert_close(head.classify(pixels), want)
+
+
+def test_weighted_segmentation_ce_keeps_the_loss_weight(embedding_table):
+    """Self-training's per-pixel weights: with weight 1 on every labelled
+    pixel the loss equals loss_decode's own (0.5·CE in the paper configs),
+    multi-scale terms included, and acc_seg is unchanged."""
+    head = build_head(embedding_table[0], loss_decode=dict(
+        type='CrossEntropyLoss', loss_weight=0.5, avg_non_ignore=True,
+        loss_name='loss_ce')).eval()
+    labels = torch.randint(0, 3, (2, 8, 12))
+    labels[:, :2] = 255
+    feats = features()
+    extra = [torch.randn(2, 5, 2, 3)]
+    plain = head.loss_segmentation(feats, samples(labels), extra)
+    ones = (labels != 255).float()
+    weighted = head.loss_segmentation(feats, samples(labels), extra,
+                                      weights=ones)
+    for key in ('loss_ce', 'acc_seg', 'loss_kld'):
+        torch.testing.assert_close(weighted[key], plain[key])

@@ -19,6 +19,7 @@ from mmseg.registry import MODELS
 from mmseg.utils import SampleList
 from ...datasets.zero_shot import resolve_split
 from ...embeddings import read_class_embeddings
+from mmseg.models.losses import accuracy
 from mmseg.models.utils import resize
 from ..losses import (adversarial_loss, gaussian_mmd, kl_divergence,
                       masked_mean)
@@ -485,12 +486,17 @@ class SIGNHead(BaseDecodeHead):
         """
         feats, mu, logvar = inputs[:3]
         logits = self.forward(inputs)
-        losses = self.loss_by_feat(logits, data_samples)
         name = self.loss_decode.loss_name
-        if weights is not None:
+        if weights is None:
+            losses = self.loss_by_feat(logits, data_samples)
+        else:  # loss_by_feat's terms, each CE Σ w·ce / Σ w
             labels = self._stack_batch_gt(data_samples)[:, 0]
-            losses[name] = self._weighted_cross_entropy(
-                logits, labels, weights)
+            up = resize(logits, labels.shape[-2:], mode='bilinear',
+                        align_corners=self.align_corners)
+            losses = {
+                name: self._weighted_cross_entropy(up, labels, weights),
+                'acc_seg': accuracy(up, labels,
+                                    ignore_index=self.ignore_index)}
         if extra_logits:
             fused = torch.stack([logits] + [
                 resize(x, logits.shape[2:], mode='bilinear',
@@ -501,6 +507,8 @@ class SIGNHead(BaseDecodeHead):
                 self.loss_by_feat(x, data_samples)[name] if weights is None
                 else self._weighted_cross_entropy(x, labels, weights)
                 for x in (*extra_logits, fused)]).mean()
+        if weights is not None:  # as loss_decode weighs its own CE
+            losses[name] = self.loss_decode.loss_weight * losses[name]
         labels = self._labels_at(data_samples, feats.shape[2:])
         losses['loss_kld'] = self.loss_kld_weight * kl_divergence(
             mu, logvar, labels != self.ignore_index)
@@ -569,8 +577,9 @@ class SIGNHead(BaseDecodeHead):
         labels) against ``labels [B, H, W]`` with per-pixel ``weights
         [B, H, W]`` (0 on ignored pixels); 0 if no weight is positive.
         With weight 1 on every labelled pixel it is the plain mean."""
-        logits = resize(logits, labels.shape[-2:], mode='bilinear',
-                        align_corners=self.align_corners)
+        if logits.shape[-2:] != labels.shape[-2:]:
+            logits = resize(logits, labels.shape[-2:], mode='bilinear',
+                            align_corners=self.align_corners)
         ce = F.cross_entropy(logits, labels, ignore_index=self.ignore_index,
                              reduction='none')
         weights = weights * (labels != self.ignore_index)
