@@ -165,13 +165,19 @@ def test_injected_info_keys_and_serialisation(ade_root):
     assert not np.isin(seg, UNSEEN_IDS).any() and (seg == 255).any()
 
 
+TRAIN_PIPELINE = [dict(type='LoadImageFromFile'), dict(type='LoadAnnotations'),
+                  dict(type='MaskUnseenClasses'), dict(type='PackSegInputs')]
+
+
 def test_drop_unseen_images(ade_root):
-    ds = build(ade_root, drop_unseen_images=True)
+    ds = build(ade_root, drop_unseen_images=True, pipeline=TRAIN_PIPELINE)
     assert len(ds) == 2  # images 0 and 2 hold 'bed '
     assert all(not osp.basename(ds.get_data_info(i)['img_path']).endswith(
         ('0.jpg', '2.jpg')) for i in range(len(ds)))
-    assert len(build(ade_root, drop_unseen_images=True,
-                     test_mode=True)) == 4
+    # an evaluation dataset would lose images: refused (issue 18)
+    with pytest.raises(ValueError, match='drop_unseen_images=True on a '
+                       'dataset that evaluates'):
+        build(ade_root, drop_unseen_images=True, test_mode=True)
 
 
 def test_mask_unseen_labels(ade_root):
@@ -189,8 +195,8 @@ def test_mask_unseen_labels(ade_root):
     seg = ds[0]['data_samples'].gt_sem_seg.data.numpy()
     assert not np.isin(seg, UNSEEN_IDS).any()
     assert ds.mask_unseen_labels() is False  # already there
-    assert build(ade_root, drop_unseen_images=True).mask_unseen_labels() \
-        is False
+    assert build(ade_root, drop_unseen_images=True,
+                 pipeline=TRAIN_PIPELINE).mask_unseen_labels() is False
 
 
 def test_already_zero_shot_dataset_passes_through(toy_root):

@@ -98,22 +98,89 @@ def test_drop_unseen_images(voc_root):
 
 
 def test_training_dataset_masks_unseen_labels_itself(voc_root):
-    """A training pipeline without MaskUnseenClasses gets it inserted right
-    after LoadAnnotations (SIGNStageHook calls this when training starts):
-    no unseen label leaves the dataset."""
+    """A deterministic pipeline without MaskUnseenClasses is taken for an
+    evaluation pipeline (every label kept); a trainer that calls
+    ``mask_unseen_labels()`` gets the transform inserted right after
+    LoadAnnotations (before workers start), or, with ``insert=False``
+    (workers already running), a clear error."""
     ds = build_voc(voc_root, mask=False)
-    assert (ds[0]['gt_seg_map'] == SHEEP - 1).any()  # leaks before
+    assert (ds[0]['gt_seg_map'] == SHEEP - 1).any()  # evaluation: kept
+    with pytest.raises(ValueError, match=r"no MaskUnseenClasses and no "
+                       r"random transform.*'sheep'.*right after "
+                       'LoadAnnotations'):
+        ds.mask_unseen_labels(insert=False)
     assert ds.mask_unseen_labels()
     names = [type(t).__name__ for t in ds.pipeline.transforms]
-    assert names == ['LoadImageFromFile', 'LoadAnnotations',
+    assert names == ['LoadImageFromFile', 'CheckedLoadAnnotations',
                      'MaskUnseenClasses', 'CheckSegLabels']
     np.testing.assert_array_equal(
         ds[0]['gt_seg_map'],
         expected_mask(LABELS['with_unseen'], ds.metainfo['unseen_classes']))
     assert not ds.mask_unseen_labels()  # already there: nothing to do
+    assert not ds.mask_unseen_labels(insert=False)
     assert not build_voc(voc_root).mask_unseen_labels()
-    dropped = build_voc(voc_root, mask=False, drop_unseen_images=True)
-    assert not dropped.mask_unseen_labels()
+    dropped = build_voc(voc_root, drop_unseen_images=True)
+    assert not dropped.mask_unseen_labels(insert=False)
+
+
+def test_training_pipeline_recognised_at_build(voc_root):
+    """A pipeline with random transforms trains: MaskUnseenClasses is
+    inserted when the dataset is built (before any worker copies it)."""
+    pipeline = [dict(type='LoadImageFromFile'), dict(type='LoadAnnotations'),
+                dict(type='RandomFlip', prob=0.0)]
+    ds = DATASETS.build(dict(
+        type='ZeroShotPascalVOCDataset', data_root=voc_root,
+        data_prefix=dict(img_path='JPEGImages',
+                         seg_map_path='SegmentationClass'),
+        ann_file='ImageSets/Segmentation/good.txt', pipeline=pipeline))
+    names = [type(t).__name__ for t in ds.pipeline.transforms]
+    assert names == ['LoadImageFromFile', 'CheckedLoadAnnotations',
+                     'MaskUnseenClasses', 'RandomFlip']
+    np.testing.assert_array_equal(
+        ds[0]['gt_seg_map'],
+        expected_mask(LABELS['with_unseen'], ds.metainfo['unseen_classes']))
+
+
+@pytest.mark.parametrize('reduce_zero_label', [False, True])
+@pytest.mark.parametrize('held_out', [False, True])
+def test_checked_loader_matches_mmseg(tmp_path, reduce_zero_label,
+                                      held_out):
+    """CheckedLoadAnnotations gives exactly what mmseg's LoadAnnotations
+    gives (reduce_zero_label, then label_map)."""
+    from mmseg.datasets.transforms import LoadAnnotations
+
+    from mmseg_sign.datasets.transforms.zero_shot import \
+        CheckedLoadAnnotations
+    rng = np.random.default_rng(0)
+    label = rng.integers(0, 12, size=(37, 53)).astype(np.uint8)
+    label[:3] = 255
+    path = str(tmp_path / 'label.png')
+    Image.fromarray(label).save(path)
+    label_map = {i: (255 if i == 4 else i - (i > 4)) for i in range(12)} \
+        if held_out else None
+    results = dict(seg_map_path=path, reduce_zero_label=reduce_zero_label,
+                   label_map=label_map)
+    want = LoadAnnotations()(dict(results, seg_fields=[]))['gt_seg_map']
+    got = CheckedLoadAnnotations()(dict(
+        results, seg_fields=[], ori_shape=(37, 53), num_classes=12,
+        ignore_index=255))['gt_seg_map']
+    assert got.dtype == want.dtype == np.uint8
+    np.testing.assert_array_equal(got, want)
+
+
+def test_mask_unseen_classes_matches_a_loop():
+    from mmseg_sign.datasets import MaskUnseenClasses
+    rng = np.random.default_rng(1)
+    seg = rng.integers(0, 8, size=(9, 11)).astype(np.uint8)
+    seg[0, :4] = 255
+    want = seg.copy()
+    for idx, value in np.ndenumerate(seg):
+        if value in (2, 5):
+            want[idx] = 255
+    got = MaskUnseenClasses()(dict(gt_seg_map=seg, num_classes=8,
+                                   unseen_class_ids=[2, 5],
+                                   ignore_index=255))['gt_seg_map']
+    np.testing.assert_array_equal(got, want)
 
 
 def test_bad_label_value_names_the_file(voc_root):

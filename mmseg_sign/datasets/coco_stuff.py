@@ -14,6 +14,7 @@ class ZeroShotCOCOStuffDataset(ZeroShotSegDataset):
         classes=COCOSTUFF171_CLASSES,
         palette=COCOStuffDataset.METAINFO['palette'],
         unseen_classes=COCOSTUFF171_UNSEEN)
+    REDUCE_ZERO_LABEL = False  # the label maps' convention
 
     def __init__(self, img_suffix='.jpg',
                  seg_map_suffix='_labelTrainIds.png', **kwargs):

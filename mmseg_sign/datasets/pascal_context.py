@@ -20,6 +20,7 @@ class ZeroShotPascalContextDataset(ZeroShotSegDataset):
         classes=CONTEXT33_CLASSES,
         palette=[_P59_PALETTE[context59_name(c)] for c in CONTEXT33_CLASSES],
         unseen_classes=CONTEXT33_UNSEEN)
+    REDUCE_ZERO_LABEL = False  # the label maps' convention
 
     def __init__(self, ann_file='', img_suffix='.jpg',
                  seg_map_suffix='.png', reduce_zero_label=False, **kwargs):
@@ -37,6 +38,7 @@ class ZeroShotPascalContext59Dataset(ZeroShotSegDataset):
         classes=_P59['classes'],
         palette=_P59['palette'],
         unseen_classes=CONTEXT59_UNSEEN)
+    REDUCE_ZERO_LABEL = True  # the label maps' convention
 
     def __init__(self, ann_file='', img_suffix='.jpg',
                  seg_map_suffix='.png', reduce_zero_label=True, **kwargs):

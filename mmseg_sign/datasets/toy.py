@@ -11,6 +11,7 @@ class ZeroShotToyDataset(ZeroShotSegDataset):
     0..K-1 with 255 for the void background."""
     METAINFO = dict(
         classes=TOY_CLASSES, palette=TOY_PALETTE, unseen_classes=TOY_UNSEEN)
+    REDUCE_ZERO_LABEL = False  # the label maps' convention
 
     def __init__(self, ann_file='', img_suffix='.png',
                  seg_map_suffix='.png', **kwargs):

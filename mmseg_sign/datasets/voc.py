@@ -21,6 +21,7 @@ class ZeroShotPascalVOCDataset(ZeroShotSegDataset):
         classes=VOC20_CLASSES,
         palette=PascalVOCDataset.METAINFO['palette'][1:],
         unseen_classes=VOC20_UNSEEN)
+    REDUCE_ZERO_LABEL = True  # the label maps' convention
 
     def __init__(self, ann_file, img_suffix='.jpg', seg_map_suffix='.png',
                  reduce_zero_label=True, **kwargs):

@@ -11,10 +11,10 @@ The resolved split is stored in ``dataset.metainfo`` as ``seen_classes`` and
 ``MaskUnseenClasses`` transform and ``GZSLIoUMetric`` all read one source.
 """
 import copy
+import io
 import logging
 from typing import List, Optional, Sequence, Union
 
-import mmcv
 import mmengine.fileio as fileio
 import numpy as np
 from mmengine.logging import print_log
@@ -137,6 +137,32 @@ def split_into_metainfo(metainfo: Optional[dict], where: str,
     return metainfo or None
 
 
+def _as_list(refs) -> list:
+    """``refs`` as a list; one name (a string) is one class, not its
+    characters."""
+    if refs is None:
+        return []
+    if isinstance(refs, (str, int)):
+        return [refs]
+    return list(refs)
+
+
+def _refuse_held_out_in_split(where: str, held_out: Sequence[str],
+                              **split) -> None:
+    """A held-out class is neither seen nor unseen: naming it in the split
+    too is an error that says so (not an 'unknown class')."""
+    held = {h.strip() for h in held_out}
+    for key, refs in split.items():
+        both = [r for r in _as_list(refs)
+                if isinstance(r, str) and r.strip() in held]
+        if both:
+            raise ValueError(
+                f'{where}: {both} are held out (held_out_classes) and also '
+                f'listed in {key}; a held-out class is neither seen nor '
+                'unseen (its pixels are void). Remove them from '
+                f'{key}, or from held_out_classes.')
+
+
 class ZeroShotMixin:
     """Seen / unseen split for a :class:`mmseg.datasets.BaseSegDataset`
     subclass; put it first in the bases: ``(ZeroShotMixin, Inner)``.
@@ -157,6 +183,12 @@ class ZeroShotMixin:
         *args, **kwargs: the inner dataset's.
     """
 
+    #: The ``reduce_zero_label`` that this dataset's label files need
+    #: (``None``: not declared). Another value is refused at build time:
+    #: on 0-based maps ``True`` shifts every class by one (and ignores
+    #: class 0), on 1-based maps ``False`` trains background as class 0.
+    REDUCE_ZERO_LABEL: Optional[bool] = None
+
     def __init__(self,
                  *args,
                  seen_classes: Optional[ClassRefs] = None,
@@ -165,12 +197,35 @@ class ZeroShotMixin:
                  held_out_classes: Optional[Sequence[str]] = None,
                  metainfo: Optional[dict] = None,
                  **kwargs):
+        self._check_reduce_zero_label(kwargs.get('reduce_zero_label'))
         metainfo = self.metainfo_argument(
             metainfo, seen_classes=seen_classes,
             unseen_classes=unseen_classes,
             held_out_classes=held_out_classes)
         self.drop_unseen_images = drop_unseen_images
         super().__init__(*args, metainfo=metainfo, **kwargs)
+        self._check_pipeline()  # also with lazy_init
+
+    @classmethod
+    def _check_reduce_zero_label(cls, given: Optional[bool]) -> None:
+        declared = cls.REDUCE_ZERO_LABEL
+        if declared is None or given is None or bool(given) == declared:
+            return
+        classes = cls.METAINFO.get('classes') or ('?', )
+        if declared:
+            files = ('1-based (0 = background, 1 = '
+                     f'{classes[0]!r}, 255 = ignore)')
+            effect = ('background would be trained as class '
+                      f'{classes[0]!r} and every class shifted by one')
+        else:
+            files = f'0-based (0 = {classes[0]!r}, 255 = ignore)'
+            effect = (f'class {classes[0]!r} would be ignored and every '
+                      'other class shifted by one')
+        raise ValueError(
+            f'{cls.__name__}: reduce_zero_label={given}, but its label maps '
+            f'are {files}: {effect}. Remove reduce_zero_label from the '
+            f'dataset (its default, {declared}, matches the maps the '
+            'documented preparation writes).')
 
     @classmethod
     def metainfo_argument(cls, metainfo: Optional[dict] = None,
@@ -187,7 +242,7 @@ class ZeroShotMixin:
             unseen_classes=unseen_classes)
         if held_out_classes:
             metainfo = dict(metainfo or {},
-                            held_out_classes=list(held_out_classes))
+                            held_out_classes=_as_list(held_out_classes))
         return metainfo
 
     @classmethod
@@ -195,11 +250,14 @@ class ZeroShotMixin:
         metainfo = copy.deepcopy(dict(metainfo)) if metainfo else {}
         user_seen = metainfo.pop('seen_classes', None)
         user_unseen = metainfo.pop('unseen_classes', None)
-        held_out = list(metainfo.pop('held_out_classes', None) or ())
+        held_out = _as_list(metainfo.pop('held_out_classes', None) or ())
         if held_out:
             classes = metainfo.get('classes') or cls.METAINFO.get('classes')
             held_out = resolve_class_refs(held_out, classes,
                                           'held_out_classes')
+            _refuse_held_out_in_split(cls.__name__, held_out,
+                                      seen_classes=user_seen,
+                                      unseen_classes=user_unseen)
             metainfo['classes'] = [c for c in classes if c not in held_out]
         merged = super()._load_metainfo(metainfo)
         if user_seen is None and user_unseen is None:
@@ -229,28 +287,139 @@ class ZeroShotMixin:
         return [classes.index(c) for c in self.metainfo['unseen_classes']]
 
     def load_data_list(self) -> List[dict]:
+        self._check_pipeline()
         data_list = super().load_data_list()
+        name = type(self).__name__
+        if not data_list:
+            ann = getattr(self, 'ann_file', '')
+            where = (f'the split file {ann!r} lists no sample' if ann else
+                     'no image with suffix '
+                     f"{getattr(self, 'img_suffix', '?')!r} in "
+                     f"{self.data_prefix.get('img_path', '?')!r}")
+            raise ValueError(f'{name}: the dataset is empty: {where}. Check '
+                             'data_root, data_prefix and ann_file.')
         extra = dict(
             num_classes=len(self.metainfo['classes']),
             unseen_class_ids=self.unseen_class_ids,
             ignore_index=getattr(self, 'ignore_index', 255))
         for info in data_list:
             info.update(copy.deepcopy(extra))
-        if self.drop_unseen_images and not self.test_mode:
+        self._check_first_label(data_list[0])
+        if self.drop_unseen_images:
             kept = [i for i in data_list if not self._has_unseen_pixels(i)]
+            if not kept:
+                raise ValueError(
+                    f'{name}: drop_unseen_images=True dropped all '
+                    f'{len(data_list)} images (each holds an unseen class '
+                    f'of {tuple(self.metainfo["unseen_classes"])}); use '
+                    "dict(type='MaskUnseenClasses') instead, or a split "
+                    'with fewer unseen classes.')
             print_log(
-                f'{type(self).__name__}: dropped {len(data_list) - len(kept)}'
+                f'{name}: dropped {len(data_list) - len(kept)}'
                 f' of {len(data_list)} images that contain unseen classes.',
                 logger='current')
             data_list = kept
         return data_list
 
-    def mask_unseen_labels(self) -> bool:
-        """Training: guarantee that no unseen label leaves this dataset.
+    # -------------------------------------------------------------- pipeline
+    def _check_pipeline(self) -> Optional[str]:
+        """Decide, before any worker process copies the pipeline, whether
+        this dataset trains (no unseen label may leave it) or evaluates
+        (every label kept), and make the pipeline say so. Returns
+        ``'train'``, ``'eval'`` or ``None`` (it reads no label map).
 
-        Unless ``drop_unseen_images``, inserts ``MaskUnseenClasses`` right
-        after ``LoadAnnotations`` when the pipeline lacks it there, and says
-        so in the log. Returns whether it inserted the transform.
+        * mmseg's ``LoadAnnotations`` becomes :class:`CheckedLoadAnnotations`
+          (every label map checked where it is read);
+        * a pipeline with ``MaskUnseenClasses`` trains; the transform must
+          sit between ``LoadAnnotations`` and ``PackSegInputs``, and not
+          in a ``test_mode`` dataset;
+        * ``test_mode=True`` evaluates;
+        * otherwise a pipeline with random transforms (``Random*``,
+          ``PhotoMetricDistortion``...) trains: ``MaskUnseenClasses`` is
+          inserted right after ``LoadAnnotations`` (unless
+          ``drop_unseen_images``) and the log says so;
+        * a deterministic pipeline evaluates; ``drop_unseen_images=True``
+          on an evaluating dataset is an error (it would drop images from
+          the evaluation).
+        """
+        from .transforms.zero_shot import MaskUnseenClasses
+        from mmseg.datasets.transforms import LoadAnnotations, PackSegInputs
+        pipeline = getattr(self, 'pipeline', None)
+        if pipeline is None:
+            return None
+        loaders = _swap_loaders(pipeline, self)
+        transforms = pipeline.transforms
+        names = [type(t).__name__ for t in transforms]
+        top = [i for i, t in enumerate(transforms)
+               if isinstance(t, LoadAnnotations)]
+        masks = [i for i, t in enumerate(transforms)
+                 if isinstance(t, MaskUnseenClasses)]
+        packs = [i for i, t in enumerate(transforms)
+                 if isinstance(t, PackSegInputs)]
+        name = type(self).__name__
+        if masks:
+            if self.test_mode:
+                raise ValueError(
+                    f'{name}: test_mode=True, but its pipeline has '
+                    'MaskUnseenClasses, which turns the unseen classes into '
+                    'ignore: the evaluation would score nothing on them. '
+                    "Use dict(type='CheckSegLabels') in val / test "
+                    'pipelines.')
+            if not top or masks[0] < top[0] or (packs and
+                                                masks[-1] > packs[0]):
+                raise ValueError(
+                    f'{name}: MaskUnseenClasses at position {masks[0]} of '
+                    f'the pipeline {names} does nothing there (it needs the '
+                    'label map that LoadAnnotations adds and PackSegInputs '
+                    'packs away): the unseen classes would be learnt from '
+                    'their labels. Put it right after LoadAnnotations.')
+            return 'train'
+        if not loaders:
+            return None
+        randoms = [n for n, t in zip(names, transforms)
+                   if _draws_at_random(t)]
+        train_like = bool(randoms) and not self.test_mode
+        if self.drop_unseen_images and not train_like:
+            why = ('test_mode=True' if self.test_mode else
+                   f'its pipeline {names} has neither MaskUnseenClasses '
+                   'nor a random transform')
+            raise ValueError(
+                f'{name}: drop_unseen_images=True on a dataset that '
+                f'evaluates ({why}): it would drop every image holding an '
+                'unseen class from the evaluation. Set drop_unseen_images '
+                'on the training dataset only (not in a dict shared with '
+                "val / test); if this is the training dataset, put "
+                "dict(type='MaskUnseenClasses') after LoadAnnotations to "
+                'say so.')
+        if not train_like:
+            return 'eval'
+        if not self.drop_unseen_images:
+            if not top:
+                raise ValueError(
+                    f'{name}: the training pipeline {names} loads label '
+                    'maps inside another transform and has no '
+                    "MaskUnseenClasses; put dict(type='MaskUnseenClasses') "
+                    'right after LoadAnnotations.')
+            transforms.insert(top[0] + 1, MaskUnseenClasses())
+            print_log(
+                f'{name}: the training pipeline (random transforms '
+                f'{randoms}) had no MaskUnseenClasses, so the unseen classes '
+                f'{tuple(self.metainfo["unseen_classes"])} would have been '
+                'learnt from their labels; inserted it after LoadAnnotations '
+                "(put dict(type='MaskUnseenClasses') after LoadAnnotations "
+                'in train_pipeline to silence this).',
+                logger='current', level=logging.WARNING)
+        return 'train'
+
+    def mask_unseen_labels(self, insert: bool = True) -> bool:
+        """Called by a trainer on its training dataset: guarantee that no
+        unseen label leaves it. Training pipelines are recognised at build
+        time (:meth:`_check_pipeline`); a deterministic one without
+        ``MaskUnseenClasses`` was taken for an evaluation pipeline. Then,
+        with ``insert``, ``MaskUnseenClasses`` is inserted right after
+        ``LoadAnnotations`` (only useful before worker processes copy the
+        dataset) and the log says so; without, it is an error.
+        Returns whether it inserted the transform.
         """
         from mmseg.datasets.transforms import LoadAnnotations
 
@@ -259,30 +428,119 @@ class ZeroShotMixin:
         load = next((i for i, t in enumerate(transforms)
                      if isinstance(t, LoadAnnotations)), None)
         if self.drop_unseen_images or load is None or any(
-                isinstance(t, MaskUnseenClasses)
-                for t in transforms[load + 1:]):
+                isinstance(t, MaskUnseenClasses) for t in transforms):
             return False
+        name = type(self).__name__
+        unseen = tuple(self.metainfo['unseen_classes'])
+        if not insert:
+            raise ValueError(
+                f'{name}: the training pipeline '
+                f'{[type(t).__name__ for t in transforms]} has no '
+                'MaskUnseenClasses and no random transform, so the dataset '
+                'took it for an evaluation pipeline and keeps the labels of '
+                f'the unseen classes {unseen}: they would be learnt. Put '
+                "dict(type='MaskUnseenClasses') right after LoadAnnotations "
+                'in train_pipeline (or set drop_unseen_images=True).')
         transforms.insert(load + 1, MaskUnseenClasses())
         print_log(
-            f'{type(self).__name__}: the training pipeline had no '
-            'MaskUnseenClasses after LoadAnnotations, so the unseen classes '
-            f'{tuple(self.metainfo["unseen_classes"])} would have been '
-            'learnt from their labels; inserted it (put '
+            f'{name}: the training pipeline had no MaskUnseenClasses after '
+            f'LoadAnnotations, so the unseen classes {unseen} would have '
+            'been learnt from their labels; inserted it (put '
             "dict(type='MaskUnseenClasses') after LoadAnnotations in "
             'train_pipeline to silence this).',
             logger='current', level=logging.WARNING)
         return True
 
-    def _has_unseen_pixels(self, info: dict) -> bool:
-        from .transforms.zero_shot import reduce_label
-        img_bytes = fileio.get(info['seg_map_path'],
-                               getattr(self, 'backend_args', None))
-        seg = mmcv.imfrombytes(
-            img_bytes, flag='unchanged', backend='pillow').squeeze()
-        seg = reduce_label(seg, getattr(self, 'reduce_zero_label', False),
-                           self.metainfo.get('label_map'))
-        return bool(np.isin(seg, self.unseen_class_ids).any())
+    # ---------------------------------------------------------------- labels
+    def _read_label(self, info: dict) -> np.ndarray:
+        """The checked, reduced label map of a data info (as the pipeline's
+        ``CheckedLoadAnnotations`` gives it)."""
+        from .transforms.zero_shot import (check_label_values,
+                                           check_raw_label, read_label_map,
+                                           reduce_label)
+        path = info['seg_map_path']
+        seg = read_label_map(path, getattr(self, 'backend_args', None))
+        seg = check_raw_label(seg, path, _image_size(info, self))
+        reduce = getattr(self, 'reduce_zero_label', False)
+        seg = reduce_label(seg, reduce, self.metainfo.get('label_map'))
+        check_label_values(seg, len(self.metainfo['classes']),
+                           getattr(self, 'ignore_index', 255), path, reduce)
+        return seg
 
+    def _check_first_label(self, info: dict) -> None:
+        """Read the first label map at build time: a wrong
+        ``reduce_zero_label``, class count or label format stops the run
+        before any training (also for the val / test sets)."""
+        if info.get('seg_map_path'):
+            self._read_label(info)
+
+    def _has_unseen_pixels(self, info: dict) -> bool:
+        from .transforms.zero_shot import present_values
+        seg = self._read_label(info)
+        return bool(np.isin(present_values(seg), self.unseen_class_ids).any())
+
+
+def _swap_loaders(pipeline, dataset) -> list:
+    """Put :class:`CheckedLoadAnnotations` in place of every mmseg
+    ``LoadAnnotations`` of ``pipeline`` (nested ``Compose``, ``TestTimeAug``
+    ...); refuse one whose ``reduce_zero_label`` contradicts the dataset's.
+    Returns the label loaders."""
+    from mmseg.datasets.transforms import LoadAnnotations
+
+    from .transforms.zero_shot import checked_load_annotations
+    found = []
+
+    def visit(container):
+        items = container if isinstance(container, list) else None
+        if items is None:
+            return
+        for i, t in enumerate(items):
+            if isinstance(t, LoadAnnotations):
+                given = t.reduce_zero_label
+                have = getattr(dataset, 'reduce_zero_label', False)
+                if given is not None and bool(given) != bool(have):
+                    raise ValueError(
+                        f'{type(dataset).__name__}: LoadAnnotations('
+                        f'reduce_zero_label={given}) in the pipeline, but '
+                        f'the dataset has reduce_zero_label={have}; set it '
+                        'on the dataset only (LoadAnnotations takes the '
+                        "dataset's).")
+                items[i] = checked_load_annotations(t)
+                found.append(items[i])
+            for attr in ('transforms', 'subroutines'):
+                inner = getattr(t, attr, None)
+                if inner is not None:
+                    visit(getattr(inner, 'transforms', inner))
+
+    visit(pipeline.transforms)
+    return found
+
+
+#: Transforms that draw at random without ``Random`` in their name.
+_RANDOM_TRANSFORMS = ('PhotoMetricDistortion', 'Albu',
+                      'BioMedicalGaussianNoise', 'BioMedicalGaussianBlur')
+
+
+def _draws_at_random(transform) -> bool:
+    """Whether a (top-level) transform augments at random, i.e. belongs to
+    a training pipeline."""
+    cls = type(transform)
+    return ('Random' in cls.__name__ or cls.__name__ in _RANDOM_TRANSFORMS
+            or bool(getattr(cls, '_methods_with_randomness', None)))
+
+
+def _image_size(info: dict, dataset):
+    """``(h, w)`` of a data info's image from its header, or ``None``."""
+    path = info.get('img_path')
+    if not path:
+        return None
+    try:
+        from PIL import Image
+        with Image.open(io.BytesIO(fileio.get(
+                path, getattr(dataset, 'backend_args', None)))) as img:
+            return img.size[1], img.size[0]
+    except Exception:  # LoadImageFromFile reports an unreadable image
+        return None
 
 
 @DATASETS.register_module()

@@ -1,11 +1,12 @@
 """A dry run of the first training sample before iteration 1: mistakes in
 the data or the model shape fail in seconds, not after a 40k-iteration
 stage (``SIGNStageHook.before_train`` calls :func:`dry_run_first_sample`).
+Every other label map is checked where it is read (the zero-shot datasets'
+``CheckedLoadAnnotations``), and each dataset reads its first one when it is
+built, so val / test labels fail before training too.
 """
 import random
 
-import mmcv
-import mmengine.fileio as fileio
 import numpy as np
 import torch
 from mmengine.dataset import pseudo_collate
@@ -33,21 +34,18 @@ def check_raw_label_map(info: dict, num_classes: int,
 
     ``info``: a data info with ``seg_map_path`` and ``reduce_zero_label``.
     """
+    from mmseg_sign.datasets.transforms.zero_shot import (check_raw_label,
+                                                          present_values,
+                                                          read_label_map)
     path = info.get('seg_map_path')
     if not path:
         return
     if info.get('label_map'):  # a class subset: raw values are the full set
         num_classes = len(info['label_map'])
-    seg = mmcv.imfrombytes(fileio.get(path), flag='unchanged',
-                           backend='pillow')
-    values = np.unique(seg)
+    # decodable, one channel, integer, no value that uint8 would wrap
+    seg = check_raw_label(read_label_map(path), path)
+    values = present_values(seg)
     labels = values[values != ignore_index]
-    if seg.dtype != np.uint8 and labels.size and labels.max() > 255:
-        raise ValueError(
-            f'{path}: a {seg.dtype} label map with values up to '
-            f'{int(labels.max())}; mmseg\'s LoadAnnotations casts label maps '
-            'to uint8, so these would wrap to other classes. Convert the '
-            'maps to 8-bit class indices (0..num_classes-1, 255 = ignore).')
     if not info.get('reduce_zero_label', False) and labels.size and \
             labels.max() == num_classes and labels.min() >= 1:
         raise ValueError(
@@ -57,7 +55,9 @@ def check_raw_label_map(info: dict, num_classes: int,
             'in LoadAnnotations).')
     # The other direction (reduce_zero_label=True on maps that are already
     # 0..K-1) has no tell-tale value (VOC's 1-based maps hold 0 and 255
-    # too), so the reading is logged for the user to see.
+    # too): the project's datasets refuse it at build time from their
+    # declared convention (ZeroShotMixin.REDUCE_ZERO_LABEL); for others the
+    # reading is logged for the user to see.
     reading = ('reduce_zero_label=True: 0 -> ignore, v -> v-1'
                if info.get('reduce_zero_label', False) else
                'reduce_zero_label=False: v is class v')
