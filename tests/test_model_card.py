@@ -1,0 +1,63 @@
+"""configs/sign/README.md (the model card) and configs/sign/metafile.yml
+agree with each other and with the repository."""
+import os.path as osp
+import re
+
+import yaml
+
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+CARD = osp.join(REPO, 'configs', 'sign', 'README.md')
+META = osp.join(REPO, 'configs', 'sign', 'metafile.yml')
+
+
+def card_rows():
+    """``{config path: [cells]}`` of the card's result tables."""
+    rows = {}
+    for line in open(CARD, encoding='utf-8'):
+        link = re.search(r'\[config\]\(([^)]+)\)', line)
+        if line.startswith('|') and link:
+            cells = [c.strip() for c in line.strip().strip('|').split('|')]
+            path = osp.normpath(osp.join('configs', 'sign', link.group(1)))
+            rows.setdefault(path, []).append(cells)
+    return rows
+
+
+def test_metafile_entries_exist_and_release_no_weights():
+    meta = yaml.safe_load(open(META))
+    index = yaml.safe_load(open(osp.join(REPO, 'model-index.yml')))
+    assert 'configs/sign/metafile.yml' in index['Import']
+    (collection, ) = meta['Collections']
+    assert osp.isfile(osp.join(REPO, collection['README']))
+    names = [m['Name'] for m in meta['Models']]
+    assert len(names) == len(set(names))
+    for model in meta['Models']:
+        assert model['In Collection'] == collection['Name']
+        assert osp.isfile(osp.join(REPO, model['Config'])), model['Config']
+        assert osp.basename(model['Config']) == model['Name'] + '.py'
+        assert 'Weights' not in model  # no checkpoint is released
+
+
+def test_card_and_metafile_list_the_same_configs_and_numbers():
+    rows = card_rows()
+    meta = {m['Config']: m for m in yaml.safe_load(open(META))['Models']}
+    for path in rows:
+        assert osp.isfile(osp.join(REPO, path)), path
+    # every config of the card has an entry, and every entry a card row,
+    # except sign_ade20k (no published numbers: a sentence in the card)
+    assert set(rows) == set(meta) - {'configs/sign/sign_ade20k.py'}
+    assert 'sign_ade20k.py' in open(CARD, encoding='utf-8').read()
+    measured = 0
+    for path, model in meta.items():
+        if 'Results' not in model:
+            continue
+        metrics = model['Results'][0]['Metrics']
+        want = [f"{metrics[k]:.2f}"
+                for k in ('mIoU_seen', 'mIoU_unseen', 'hIoU')]
+        # the card's cells: "mean ± std"; the metafile holds the means
+        means = [[c.split(' ± ')[0] for c in cells[4:7]]
+                 for cells in rows[path]]
+        assert want in means, (path, want, means)
+        measured += 1
+    assert measured == 3  # the toy rows measured with this code
+    for cells in (c for cs in rows.values() for c in cs):
+        assert cells[-1] == 'no checkpoint released'
