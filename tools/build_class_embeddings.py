@@ -56,6 +56,43 @@ def read_class_file(path):
     return [n for n in names if n and not n.startswith('#')]
 
 
+SYNONYMS_EXAMPLE = ('{"pottedplant": "potted plant", '
+                    '"tvmonitor": ["tv", "monitor"]}')
+
+
+def read_synonyms(path):
+    """The ``--synonyms`` JSON file: an object mapping class names to a
+    string or a list of strings; a ValueError naming the file otherwise."""
+    where = f'--synonyms {path}'
+    try:
+        with open(path, encoding='utf-8') as f:
+            synonyms = json.load(f)
+    except OSError as err:
+        raise ValueError(f'{where}: cannot read it ({err}).') from None
+    except UnicodeDecodeError as err:
+        raise ValueError(f'{where}: not UTF-8 text ({err.reason} at byte '
+                         f'{err.start}); save it as UTF-8 JSON, e.g. '
+                         f'{SYNONYMS_EXAMPLE}.') from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f'{where}: not valid JSON ({err.msg} at line '
+                         f'{err.lineno}, column {err.colno}); expected an '
+                         f'object such as {SYNONYMS_EXAMPLE}.') from None
+    if not isinstance(synonyms, dict):
+        raise ValueError(f'{where}: holds a JSON {type(synonyms).__name__},'
+                         ' not an object mapping class names to words, '
+                         f'e.g. {SYNONYMS_EXAMPLE}.')
+    for name, words in synonyms.items():
+        ok = isinstance(words, str) and words.strip() or (
+            isinstance(words, list) and words and all(
+                isinstance(w, str) and w.strip() for w in words))
+        if not ok:
+            raise ValueError(
+                f'{where}: the words of {name!r} must be a non-empty string '
+                f'or a list of non-empty strings, got {words!r}; e.g. '
+                f'{SYNONYMS_EXAMPLE}.')
+    return synonyms
+
+
 def parse_source(spec):
     """``PATH[:FORMAT]`` or ``clip:PATH`` -> ``dict(path=..., format=...)``.
     """
@@ -125,16 +162,13 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.dataset:
-        names = list(dataset_classes(args.dataset))
-    else:
-        names = read_class_file(args.classes)
-    synonyms = None
-    if args.synonyms:
-        with open(args.synonyms, encoding='utf-8') as f:
-            synonyms = json.load(f)
     sources = [parse_source(spec) for spec in args.source]
     try:
+        if args.dataset:
+            names = list(dataset_classes(args.dataset))
+        else:
+            names = read_class_file(args.classes)
+        synonyms = read_synonyms(args.synonyms) if args.synonyms else None
         templates = None
         if args.clip_templates:
             if not any(s['format'] == CLIP_FORMAT for s in sources):
@@ -150,7 +184,7 @@ def main(argv=None):
             normalize=not args.no_normalize,
             use_default_synonyms=not args.no_default_synonyms,
             fasttext_oov=args.fasttext_oov)
-    except (KeyError, ValueError, OSError, ImportError,
+    except (KeyError, ValueError, TypeError, OSError, ImportError,
             pickle.UnpicklingError) as err:
         # Missing words, unreadable or unsafe sources (e.g. a hostile .kv
         # refused by the allow-list), a CLIP source without transformers

@@ -22,15 +22,29 @@ Dropped: ``optimizer``, ``param_schedulers``, ``message_hub``, the
 self-training teacher ``sign_teacher`` and everything else. The output
 holds only tensors, numbers, strings, lists and dicts, so it loads with
 ``torch.load(path, weights_only=True)``.
+
+The input is read by the project's one checkpoint loader
+(``mmseg_sign.utils.load_checkpoint_file``: ``weights_only=True`` with
+the classes mmengine checkpoints hold, so a file carrying code is refused,
+never run). The output never replaces the input (compared by real path and
+inode, also after the hash is appended) and is written atomically: a
+temporary file in OUT's folder, renamed into place when complete.
 """
 import argparse
 import os
 import os.path as osp
 import re
+import sys
+import tempfile
 from collections.abc import Mapping
 from hashlib import sha256
 
 import torch
+
+from mmseg_sign.utils.checkpoint import (UnreadableCheckpointError,
+                                         UnsafeCheckpointError,
+                                         load_checkpoint_file,
+                                         register_checkpoint_safe_globals)
 
 BLOCK_SIZE = 128 * 1024
 # modules that inference does not run (G; D's GAN head)
@@ -112,22 +126,63 @@ def _size(path: str) -> str:
     return f'{os.path.getsize(path) / 2**20:.2f} MiB'
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (real paths, or one
+    inode: symlinks and hard links)."""
+    if osp.realpath(a) == osp.realpath(b):
+        return True
+    try:
+        return osp.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def _check_output(in_file: str, out_file: str) -> None:
+    """OUT must not be the input nor a directory."""
+    if _same_file(in_file, out_file):
+        raise ValueError(
+            f'the output {out_file} is the input checkpoint {in_file} '
+            f'({osp.realpath(in_file)}); publishing would replace it. Give '
+            'the output another name, e.g. checkpoints/NAME.pth.')
+    if osp.isdir(out_file):
+        raise ValueError(f'the output {out_file} is a directory; give a '
+                         'file name, e.g. checkpoints/NAME.pth.')
+
+
 def process_checkpoint(in_file: str, out_file: str,
                        add_hash: bool = True) -> str:
-    """Write the published checkpoint; return its final path."""
-    # the input is a training checkpoint of one's own run (it may hold
-    # the teacher's or optimizers' objects), so a full load is needed
-    checkpoint = torch.load(in_file, map_location='cpu', weights_only=False)
-    published = strip_checkpoint(checkpoint)
+    """Write the published checkpoint; return its final path.
+
+    Raises ``FileNotFoundError``, ``UnsafeCheckpointError``,
+    ``UnreadableCheckpointError`` (the input) or ``ValueError`` (not a SIGN
+    checkpoint, or an output that would replace the input), each naming
+    the file, before anything is written.
+    """
+    _check_output(in_file, out_file)
+    checkpoint = load_checkpoint_file(in_file, map_location='cpu')
+    try:
+        published = strip_checkpoint(checkpoint)
+    except ValueError as err:
+        raise ValueError(f'{in_file}: {err}') from None
     out_dir = osp.dirname(osp.abspath(out_file))
     os.makedirs(out_dir, exist_ok=True)
-    torch.save(published, out_file)
-    final_file = out_file
-    if add_hash:
-        sha = sha256sum(out_file)
-        stem = out_file[:-4] if out_file.endswith('.pth') else out_file
-        final_file = f'{stem}-{sha[:8]}.pth'
-        os.replace(out_file, final_file)
+    fd, tmp_file = tempfile.mkstemp(
+        prefix=f'.{osp.basename(out_file)}.', suffix='.tmp', dir=out_dir)
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            torch.save(published, f)
+        final_file = out_file
+        if add_hash:
+            sha = sha256sum(tmp_file)
+            stem = out_file[:-4] if out_file.endswith('.pth') else out_file
+            final_file = f'{stem}-{sha[:8]}.pth'
+            _check_output(in_file, final_file)
+        os.chmod(tmp_file, 0o644)
+        os.replace(tmp_file, final_file)
+    except BaseException:
+        if osp.exists(tmp_file):
+            os.remove(tmp_file)
+        raise
     print(f'{in_file}: {_size(in_file)}, '
           f'{len(checkpoint.get("state_dict", checkpoint))} tensors')
     print(f'{final_file}: {_size(final_file)}, '
@@ -138,7 +193,12 @@ def process_checkpoint(in_file: str, out_file: str,
 
 def main(argv=None):
     args = parse_args(argv)
-    process_checkpoint(args.in_file, args.out_file, not args.no_hash)
+    register_checkpoint_safe_globals()  # what mmengine checkpoints hold
+    try:
+        process_checkpoint(args.in_file, args.out_file, not args.no_hash)
+    except (FileNotFoundError, UnsafeCheckpointError,
+            UnreadableCheckpointError, ValueError) as err:
+        sys.exit(f'tools/publish_model.py: error: {err}')
 
 
 if __name__ == '__main__':

@@ -16,7 +16,8 @@ from mmengine.runner import Runner
 import mmseg_sign  # noqa: F401
 from mmseg_sign.engine.hooks import (CheckpointMismatchError,
                                      StrictCheckpointHook)
-from mmseg_sign.utils import use_gloo_without_cuda
+from mmseg_sign.utils import (UnreadableCheckpointError,
+                              UnsafeCheckpointError, use_gloo_without_cuda)
 
 
 # TODO: support fuse_conv_bn, visualization, and format_only
@@ -108,6 +109,12 @@ def trigger_visualization_hook(cfg, args):
 
 def main():
     args = parse_args()
+    if '://' not in args.checkpoint and not osp.isfile(args.checkpoint):
+        raise SystemExit(
+            f'tools/test.py: error: the checkpoint {args.checkpoint} '
+            + ('is a directory' if osp.isdir(args.checkpoint) else
+               'does not exist') + '; give a checkpoint file, e.g. '
+            'WORK_DIR/iter_N.pth.')
 
     # load config
     cfg = Config.fromfile(args.config)
@@ -154,7 +161,8 @@ def main():
     # start testing
     try:
         runner.test()
-    except CheckpointMismatchError as err:
+    except (CheckpointMismatchError, UnreadableCheckpointError,
+            UnsafeCheckpointError) as err:
         raise SystemExit(f'tools/test.py: error: {err}') from None
 
 

@@ -5,7 +5,11 @@
   ``OptimWrapperDict`` becomes an ``AmpOptimWrapper``), and fails with a
   clear message on a machine without a GPU;
 * ``mmseg_sign`` is imported so that its registries and the checkpoint
-  loading fix (torch >= 2.6) are in place even without ``custom_imports``.
+  loading fix (torch >= 2.6) are in place even without ``custom_imports``;
+* the work dir is locked by the run that owns it (a second run in it
+  stops at once, naming the first one's pid), and ``--cfg-options
+  train_cfg.max_iters=N`` that the SIGN stage plan would override is an
+  error.
 """
 import argparse
 import logging
@@ -18,7 +22,9 @@ from mmengine.runner import Runner
 
 import mmseg_sign  # noqa: F401
 from mmseg.registry import RUNNERS
+from mmseg_sign.engine.hooks.sign_stage_hook import check_max_iters_option
 from mmseg_sign.utils import enable_amp, use_gloo_without_cuda
+from mmseg_sign.utils.work_dir_lock import WorkDirLockedError, lock_work_dir
 
 
 def parse_args():
@@ -67,6 +73,10 @@ def main():
     cfg.launcher = args.launcher
     if args.cfg_options is not None:
         cfg.merge_from_dict(args.cfg_options)
+    try:
+        check_max_iters_option(cfg, args.cfg_options)
+    except ValueError as err:
+        raise SystemExit(f'tools/train.py: error: {err}') from None
 
     # work_dir is determined in this priority: CLI > segment in file > filename
     if args.work_dir is not None:
@@ -74,6 +84,10 @@ def main():
     elif cfg.get('work_dir', None) is None:
         cfg.work_dir = osp.join('./work_dirs',
                                 osp.splitext(osp.basename(args.config))[0])
+    try:  # one run per work dir, until this process exits
+        lock_work_dir(cfg.work_dir)
+    except WorkDirLockedError as err:
+        raise SystemExit(f'tools/train.py: error: {err}') from None
 
     use_gloo_without_cuda(cfg)
 

@@ -60,6 +60,40 @@ def _check_class_names(class_names: Sequence[str]) -> List[str]:
     return names
 
 
+def duplicate_rows(table: np.ndarray, rtol: float = 1e-5) -> list:
+    """Pairs ``(i, j)``, ``i < j``, of rows of ``table`` that are the same
+    vector (``‖t_i - t_j‖ <= rtol · max(‖t_i‖, ‖t_j‖)``): two classes the
+    head could not tell apart (G would generate the same features for
+    both, and C could not learn an unseen one of them)."""
+    table = np.asarray(table, dtype=np.float64)
+    norms = np.linalg.norm(table, axis=1)
+    sq = norms**2
+    dist2 = np.maximum(sq[:, None] + sq[None, :] - 2 * table @ table.T, 0)
+    limit = (rtol * np.maximum(norms[:, None], norms[None, :]))**2
+    # exact equality too (the Gram form loses precision for large rows)
+    close = dist2 <= limit
+    i, j = np.nonzero(np.triu(close, k=1))
+    return [(int(a), int(b)) for a, b in zip(i, j)
+            if np.allclose(table[a], table[b], rtol=rtol,
+                           atol=rtol * max(norms[a], norms[b]))]
+
+
+def _check_distinct_rows(names: Sequence[str], table: np.ndarray,
+                         where: str, fix: str) -> None:
+    """ValueError naming the classes with the same vector (see
+    :func:`duplicate_rows`)."""
+    pairs = duplicate_rows(table)
+    if not pairs:
+        return
+    shown = ', '.join(f'{names[i]!r} (row {i}) = {names[j]!r} (row {j})'
+                      for i, j in pairs[:5])
+    more = f' and {len(pairs) - 5} more' if len(pairs) > 5 else ''
+    raise ValueError(
+        f'{where}: {len(pairs)} pair(s) of classes have the same embedding '
+        f'vector: {shown}{more}. The model cannot tell such classes apart '
+        f'(the generator makes the same features for both). {fix}')
+
+
 def _resolve_source(source: Source, index: int,
                     show_progress: bool) -> Tuple[KeyedVectors, str]:
     """Turn a source spec into ``(KeyedVectors, description)``."""
@@ -240,6 +274,14 @@ def build_class_embeddings(
     table = np.concatenate(parts, axis=1)
     if normalize:
         table /= np.linalg.norm(table, axis=1, keepdims=True)
+    same = {k for pair in duplicate_rows(table)[:5] for k in pair}
+    _check_distinct_rows(
+        names, table, 'build_class_embeddings',
+        'They are looked up as ' + ', '.join(
+            f'{names[k]!r} -> {" ".join(class_words[k][1])!r}'
+            for k in sorted(same)) + '; give one of each pair words of its '
+        "own with a synonym, e.g. synonyms={'tvmonitor': 'tv monitor'} (a "
+        'JSON file for tools/build_class_embeddings.py --synonyms).')
     return table.astype(np.float32)
 
 
@@ -409,6 +451,11 @@ def read_class_embeddings(path: Union[str, os.PathLike, None]
         raise ValueError(
             f'{path!r}: all-zero embedding in {zero_rows.size} row(s), '
             f'first at index {idx} (class {stored[idx]!r}). {_BUILD_HINT}')
+    twice = sorted({n for n in stored if stored.count(n) > 1})
+    if twice:
+        raise ValueError(f'{path!r}: the class name(s) {twice} appear more '
+                         f'than once in "classes". {_BUILD_HINT}')
+    _check_distinct_rows(stored, table, repr(path), _BUILD_HINT)
     return stored, table
 
 

@@ -450,6 +450,8 @@ def load_word_vectors(path: str,
     if fmt not in WORD_VECTOR_FORMATS:
         raise ValueError(f'Unknown word-vector format {fmt!r} for {path!r}; '
                          f"expected one of {WORD_VECTOR_FORMATS} or 'auto'.")
+    if osp.getsize(path) == 0:
+        raise ValueError(_unreadable_vectors(path, fmt, EOFError()))
 
     def _load() -> KeyedVectors:
         if fmt in ('word2vec', 'word2vec_binary'):
@@ -464,20 +466,57 @@ def load_word_vectors(path: str,
         # Not gensim's KeyedVectors.load: it unpickles (runs) the file.
         return load_keyedvectors(path, **kwargs)
 
+    def _load_named() -> KeyedVectors:
+        try:
+            return _load()
+        except (UnsafePickleError, FileNotFoundError):
+            raise  # already name the file and the fix
+        except (ValueError, EOFError, KeyError, IndexError, TypeError,
+                AssertionError, struct.error, RuntimeError, OSError) as err:
+            if path in str(err) and isinstance(err, ValueError):
+                raise
+            raise ValueError(_unreadable_vectors(path, fmt, err)) from None
+
     if not show_progress:
-        vectors = _load()
+        vectors = _load_named()
     else:
         files = _files_read(path, fmt)
         size = _format_bytes(sum(osp.getsize(f) for f in files))
         print(f'Loading {fmt} vectors from {path} ({size})', file=sys.stderr)
         with ReadProgress(files, osp.basename(path)):
-            vectors = _load()
+            vectors = _load_named()
         print(f'{path}: {len(vectors.index_to_key)} words, '
               f'{vectors.vector_size} dims', file=sys.stderr)
     if not isinstance(vectors, KeyedVectors):
         raise TypeError(f'{path!r} loaded as {type(vectors).__name__}, not '
                         'gensim KeyedVectors; check the format.')
     return vectors
+
+
+_FORMAT_HELP = {
+    'word2vec': ('a word2vec text file (.txt / .vec) holds an optional '
+                 'header line "<words> <dims>", then one word a line '
+                 'followed by its <dims> numbers, the same count on every '
+                 'line'),
+    'word2vec_binary': ('a word2vec binary file (.bin) holds a header line '
+                        '"<words> <dims>", then each word, a space and its '
+                        '<dims> float32 values'),
+    'fasttext': 'a Facebook fastText model .bin (e.g. cc.en.300.bin)',
+    'keyedvectors': 'a gensim KeyedVectors.save / model save file',
+}
+
+
+def _unreadable_vectors(path: str, fmt: str, err: BaseException) -> str:
+    """The message for a word-vector file gensim could not parse."""
+    size = osp.getsize(path) if osp.isfile(path) else -1
+    what = 'it is empty (0 bytes)' if size == 0 else (
+        f'{type(err).__name__}: {str(err).strip() or "no details"}')
+    return (f'Cannot read {path!r} as {fmt} word vectors ({what}). '
+            f'Expected {_FORMAT_HELP.get(fmt, fmt)}. If the file is '
+            'complete and in another format, name it: PATH:word2vec '
+            '(text), PATH:word2vec_binary, PATH:fasttext or '
+            'PATH:keyedvectors; if it was cut short, copy or download it '
+            'again.')
 
 
 def describe_source(vectors: KeyedVectors,

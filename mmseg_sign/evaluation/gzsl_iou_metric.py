@@ -2,9 +2,12 @@
 Table 1: hIoU = 2·S·U / (S + U); see docs/reproduction.md)."""
 import json
 import logging
+import math
+import numbers
 import os
 import os.path as osp
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Dict, Optional, Sequence, Union
 
 import numpy as np
@@ -41,6 +44,39 @@ def ausuc(seen: Sequence[float], unseen: Sequence[float]) -> float:
     for (s0, u0), (s1, u1) in zip(pts, pts[1:]):
         area += (s1 - s0) * (u0 + u1) / 2
     return area / 100
+
+
+def check_calibration_sweep(sweep) -> Optional[list]:
+    """``sweep`` as a list of floats, or ``None``; a ValueError naming the
+    problem for anything but a non-empty list (tuple, array) of finite real
+    numbers. A string would be iterated per character (``'05'`` as γ = 0,
+    5), a lone number would fail as a raw TypeError and a nan γ would
+    enter AUSUC."""
+    if sweep is None:
+        return None
+    example = 'e.g. calibration_sweep=[0.0, 0.5, 1.0]'
+    if isinstance(sweep, (str, bytes, numbers.Number)) or \
+            not isinstance(sweep, Iterable):
+        raise ValueError(
+            'GZSLIoUMetric: calibration_sweep must be a list of numbers '
+            f'(the calibration values γ), got {sweep!r} (a '
+            f'{type(sweep).__name__}); {example} (on the command line: '
+            'test_evaluator.calibration_sweep="[0.0,0.5,1.0]"), or [0.5] '
+            'for one value.')
+    values = list(sweep)
+    if not values:
+        raise ValueError(f'GZSLIoUMetric: calibration_sweep is empty; '
+                         f'{example}.')
+    for i, gamma in enumerate(values):
+        if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
+            raise ValueError(
+                f'GZSLIoUMetric: calibration_sweep[{i}] is {gamma!r} (a '
+                f'{type(gamma).__name__}), not a number; {example}.')
+        if not math.isfinite(gamma):
+            raise ValueError(
+                f'GZSLIoUMetric: calibration_sweep[{i}] is {gamma}; every '
+                f'calibration value γ must be finite; {example}.')
+    return [float(g) for g in values]
 
 
 @METRICS.register_module()
@@ -99,11 +135,7 @@ class GZSLIoUMetric(IoUMetric):
         super().__init__(**kwargs)
         self.seen_classes = seen_classes
         self.unseen_classes = unseen_classes
-        if calibration_sweep is not None:
-            calibration_sweep = [float(g) for g in calibration_sweep]
-            if not calibration_sweep:
-                raise ValueError('GZSLIoUMetric: calibration_sweep is empty.')
-        self.calibration_sweep = calibration_sweep
+        self.calibration_sweep = check_calibration_sweep(calibration_sweep)
         # per-γ intersection / prediction counts summed over the images
         # seen so far: memory does not grow with the test set
         self._sweep_sum: Optional[torch.Tensor] = None

@@ -29,6 +29,7 @@ import copyreg
 import os.path as osp
 import pickle
 import re
+import zipfile
 
 import numpy as np
 import torch
@@ -39,6 +40,10 @@ _HISTORY_BUFFER_METHODS = ('min', 'max', 'current', 'mean')
 
 class UnsafeCheckpointError(pickle.UnpicklingError):
     """A checkpoint holds something outside the safe allow-list."""
+
+
+class UnreadableCheckpointError(ValueError):
+    """A checkpoint file is empty, truncated or not a torch checkpoint."""
 
 
 def checkpoint_safe_globals() -> list:
@@ -125,18 +130,43 @@ def _safe_reason(message: str) -> str:
     return '; '.join(reasons) or 'a global outside the allow-list'
 
 
-def load_from_local(filename, map_location):
-    """mmengine's local checkpoint loader, always safe.
+def _unreadable(filename: str, err: BaseException
+                ) -> UnreadableCheckpointError:
+    """The error for a checkpoint file torch cannot parse."""
+    try:
+        size = osp.getsize(filename)
+    except OSError:
+        size = -1
+    if size == 0:
+        what = 'it is empty (0 bytes)'
+    else:
+        what = (f'it is truncated, damaged or not a torch checkpoint '
+                f'({size} bytes; {type(err).__name__}: '
+                f'{str(err).strip() or "no details"})')
+    return UnreadableCheckpointError(
+        f'Cannot read the checkpoint {filename}: {what}. A run killed while '
+        'saving leaves such a file only under a temporary name, so it was '
+        'probably cut short by a copy or download: copy it again, or use '
+        'an earlier checkpoint of the run (iter_*.pth in its work dir).')
+
+
+def load_checkpoint_file(filename, map_location='cpu'):
+    """The one loader of every checkpoint the project reads (mmengine's
+    ``load_from`` / ``--resume`` / ``init_model`` through
+    :func:`load_from_local`, and ``tools/publish_model.py``).
 
     Loads with ``torch.load(weights_only=True)`` (given explicitly where
-    torch has ``add_safe_globals``, i.e. >= 2.4) and turns torch's refusal
-    into :class:`UnsafeCheckpointError` naming the file, what was refused
-    and the safe fix, instead of torch's advice to pass
-    ``weights_only=False``.
+    torch has ``add_safe_globals``, i.e. >= 2.4). Raises
+    ``FileNotFoundError``, :class:`UnsafeCheckpointError` (torch refused a
+    global: the file, what was refused and the safe fix, never torch's
+    advice to pass ``weights_only=False``) or
+    :class:`UnreadableCheckpointError` (an empty, truncated or foreign
+    file), each naming the file.
     """
     filename = osp.expanduser(filename)
     if not osp.isfile(filename):
-        raise FileNotFoundError(f'{filename} can not be found.')
+        what = 'is a directory' if osp.isdir(filename) else 'can not be found'
+        raise FileNotFoundError(f'{filename} {what}.')
     kwargs = {}
     if hasattr(torch.serialization, 'add_safe_globals'):
         kwargs['weights_only'] = True
@@ -145,7 +175,11 @@ def load_from_local(filename, map_location):
     except pickle.UnpicklingError as err:
         if 'Weights only' not in str(err) and \
                 'weights_only' not in str(err):
-            raise  # not torch's refusal
+            raise _unreadable(filename, err) from None  # not a pickle
+        if re.search(r'EOFError|Ran out of input|truncated|'
+                     r'Unsupported operand', str(err)):
+            # cut short, or a pickle torch never writes (not a checkpoint)
+            raise _unreadable(filename, err) from None
         raise UnsafeCheckpointError(
             f'Cannot load the checkpoint {filename} safely: '
             f'{_safe_reason(str(err))}. Checkpoints are loaded with '
@@ -157,6 +191,19 @@ def load_from_local(filename, map_location):
             'global. If you trust the file, re-save only its weights from '
             'the code that wrote it, e.g. torch.save({"state_dict": '
             'model.state_dict()}, PATH), and load that.') from None
+    except RuntimeError as err:
+        if re.search(r'device|CUDA|cuda', str(err)):
+            raise  # map_location, not the file
+        raise _unreadable(filename, err) from None  # zip / magic number
+    except (EOFError, KeyError, IndexError, zipfile.BadZipFile,
+            ValueError) as err:  # a cut-short or foreign file
+        raise _unreadable(filename, err) from None
+
+
+def load_from_local(filename, map_location):
+    """mmengine's local checkpoint loader, always safe: the project's one
+    loader, :func:`load_checkpoint_file`."""
+    return load_checkpoint_file(filename, map_location)
 
 
 def _register_safe_local_loader() -> None:

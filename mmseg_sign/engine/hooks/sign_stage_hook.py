@@ -1,16 +1,32 @@
 """SIGNStageHook: which SIGN stage runs at which iteration (the stages:
 docs/reproduction.md)."""
 import logging
+import re
 from typing import List, Optional
 
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
+from mmengine.runner import BaseLoop
 
 from mmseg.registry import HOOKS
 from ...models.segmentors.stages import (required_optim_wrappers,
                                          stage_options)
 from .dry_run import dry_run_first_sample
+
+
+def _gan_parts_used(stage: dict) -> set:
+    """Which of G (``generator``) and D (``discriminator``) a stage
+    (filled in by ``stage_options``) runs."""
+    name = stage['name']
+    if name == 'transfer':
+        return {'generator'} | ({'discriminator'}
+                                if stage['mode'] == 'alternate' else set())
+    if name == 'self_train':
+        if stage['update'] == 'train':
+            return {'generator', 'discriminator'}
+        return {'generator'} if stage['synth_weight'] else set()
+    return {'generator', 'discriminator'}  # train
 
 
 @HOOKS.register_module()
@@ -114,11 +130,113 @@ class SIGNStageHook(Hook):
             checkpoint['sign_teacher'] = teacher.state_dict()
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
-        if not getattr(runner, '_resume', False):
+        if not isinstance(getattr(runner, '_train_loop', None), BaseLoop):
+            return  # tools/test.py, init_model: not a training run
+        resume = getattr(runner, '_resume', False)
+        self._check_checkpoint_split(runner, checkpoint, resume)
+        if not resume:
+            self._check_gan_weights(runner, checkpoint)
             return
+        self._check_plan_reaches(checkpoint)
         self._start_new_wrappers_fresh(runner, checkpoint)
         if 'sign_teacher' in checkpoint:
             self._model(runner).build_teacher(checkpoint['sign_teacher'])
+
+    # ------------------------------------------------ checkpoint checks
+    @staticmethod
+    def _check_checkpoint_split(runner, checkpoint: dict,
+                                resume: bool) -> None:
+        """``--resume`` / ``load_from`` a checkpoint trained with another
+        seen/unseen split than the training dataset's: the model has learnt
+        classes that are now unseen from their labels (or the reverse).
+        Refused unless ``allow_split_change=True`` in the config."""
+        if runner.cfg.get('allow_split_change', False):
+            return
+        from .strict_checkpoint_hook import checkpoint_unseen_classes
+        meta = runner.train_dataloader.dataset.metainfo
+        if meta.get('unseen_classes') is None:
+            return
+        trained = checkpoint_unseen_classes(checkpoint, meta.get('classes'))
+        now = tuple(meta['unseen_classes'])
+        if trained is None or set(trained) == set(now):
+            return
+        how = ('--resume: the checkpoint was' if resume else
+               f'load_from={runner.cfg.get("load_from")!r}: that '
+               'checkpoint was')
+        learnt = [c for c in now if c not in trained]
+        raise ValueError(
+            f'SIGNStageHook: {how} trained with the unseen classes '
+            f'{tuple(trained)}, but the training dataset now has {now}'
+            + (f'; the model has learnt {tuple(learnt)} from their labels, '
+               'which would then be scored as unseen' if learnt else '')
+            + '. Train with the split of the checkpoint (the datasets\' '
+            'metainfo=dict(unseen_classes=...)), start a new run in another '
+            'work dir, or set allow_split_change=True in the config '
+            '(--cfg-options allow_split_change=True) if the change is '
+            'deliberate.')
+
+    def _check_plan_reaches(self, checkpoint: dict) -> None:
+        """``--resume`` from a checkpoint at or past the plan's end would
+        train nothing and exit 0."""
+        meta = checkpoint.get('meta')
+        done = meta.get('iter') if isinstance(meta, dict) else None
+        if not isinstance(done, int) or done < self.total_iters:
+            return
+        plan = ' + '.join(f"{s['name']} {s['iters']}" for s in self.stages)
+        raise ValueError(
+            f'SIGNStageHook: --resume from a checkpoint at iteration {done}, '
+            f'but the stage plan ends at iteration {self.total_iters} '
+            f'({plan}): there is nothing left to train. Lengthen the plan '
+            f'(e.g. --cfg-options custom_hooks.0.stages.'
+            f'{len(self.stages) - 1}.iters=N, or append a stage), or test '
+            'the checkpoint with tools/test.py.')
+
+    def _check_gan_weights(self, runner, checkpoint: dict) -> None:
+        """``load_from`` a checkpoint without G or D (a published
+        checkpoint, or another model's) with a plan whose stages before any
+        ``train`` stage use them: they would start random and C would learn
+        from a random G. Refused unless ``allow_untrained_gan=True``."""
+        if runner.cfg.get('allow_untrained_gan', False) or \
+                not isinstance(checkpoint, dict):
+            return
+        state = checkpoint.get('state_dict', checkpoint)
+        if not isinstance(state, dict):
+            return
+        have = {re.sub(r'^module\.', '', k) for k in state}
+        parts = {}
+        for key in self._model(runner).state_dict():
+            for part in ('generator', 'discriminator'):
+                if key.startswith(f'decode_head.{part}.') and \
+                        'num_batches_tracked' not in key:
+                    parts.setdefault(part, []).append(key not in have)
+        missing = {part for part, lacks in parts.items() if any(lacks)}
+        if not missing:
+            return
+        users = []
+        for i, stage in enumerate(self.stages):
+            if stage['name'] == 'train':
+                break  # trains G and D from scratch first
+            used = _gan_parts_used(stage) & missing
+            if used:
+                users.append(f"stages[{i}] ({stage['name']}) uses "
+                             + ' and '.join(sorted(used)))
+        if not users:
+            return
+        which = ' and '.join(f'decode_head.{p}' for p in sorted(missing))
+        published = isinstance(checkpoint.get('meta'), dict) and \
+            checkpoint['meta'].get('sign_inference_only')
+        raise ValueError(
+            f'SIGNStageHook: load_from={runner.cfg.get("load_from")!r} has '
+            f'no weights for {which}'
+            + (' (a published checkpoint: tools/publish_model.py leaves G '
+               "and D's GAN head out)" if published else '')
+            + f', but {"; ".join(users)}: they would start from random '
+            'weights and the classifier would learn unseen classes from a '
+            "random generator. Start from the 'train' stage's training "
+            'checkpoint (iter_N.pth in its work dir, which holds G and D), '
+            "put dict(name='train', iters=...) first in the plan, or set "
+            'allow_untrained_gan=True in the config (--cfg-options '
+            'allow_untrained_gan=True) if this is deliberate.')
 
     @staticmethod
     def _start_new_wrappers_fresh(runner, checkpoint: dict) -> None:
@@ -427,3 +545,40 @@ class SIGNStageHook(Hook):
                if runner.iter > start and self._current is None else ''),
             logger='current')
         self._current = index
+
+
+def check_max_iters_option(cfg, cfg_options) -> None:
+    """``tools/train.py --cfg-options train_cfg.max_iters=N`` with a
+    ``SIGNStageHook`` plan of another length: a ValueError (the plan is the
+    one home of the iteration counts; the hook would run the plan's
+    length, and N would be ignored)."""
+    if not cfg_options:
+        return
+    wanted = None
+    for key, value in cfg_options.items():
+        if key == 'train_cfg.max_iters':
+            wanted = value
+        elif key == 'train_cfg' and isinstance(value, dict) and \
+                'max_iters' in value:
+            wanted = value['max_iters']
+    if wanted is None:
+        return
+    for index, hook in enumerate(cfg.get('custom_hooks') or []):
+        if not isinstance(hook, dict) or hook.get('type') not in (
+                'SIGNStageHook', SIGNStageHook):
+            continue
+        stages = [stage_options(i, s)
+                  for i, s in enumerate(hook.get('stages') or [])]
+        total = sum(s['iters'] for s in stages)
+        if wanted == total:
+            return
+        plan = ' + '.join(f"{s['name']} {s['iters']}" for s in stages)
+        example = ' '.join(f'custom_hooks.{index}.stages.{i}.iters=N{i}'
+                           for i in range(len(stages)))
+        raise ValueError(
+            f'--cfg-options train_cfg.max_iters={wanted!r}: the run\'s '
+            f'length is set by the SIGN stage plan custom_hooks.{index}.'
+            f'stages ({plan} = {total} iterations), the one home of the '
+            'iteration counts (it also spans each stage\'s schedulers); '
+            'train_cfg.max_iters would be ignored. Change the stages\' '
+            f'lengths instead: --cfg-options {example}.')

@@ -143,6 +143,45 @@ def checkpoint_split_mismatch(checkpoint, metainfo) -> str:
             f'dataset (test_dataloader.dataset) has {dataset_unseen}')
 
 
+def evaluator_split_mismatches(checkpoint, metainfo, evaluator,
+                               where: str = 'test_evaluator') -> list:
+    """Lines naming each metric of ``evaluator`` that sets its own split
+    (``seen_classes`` / ``unseen_classes``, e.g. ``--cfg-options
+    test_evaluator.unseen_classes=[...]``) other than the checkpoint's,
+    or, when the checkpoint does not say, the dataset's
+    (``metainfo['unseen_classes']``). Empty when they agree or nothing
+    says."""
+    from ...datasets.zero_shot import resolve_split
+    metainfo = metainfo if isinstance(metainfo, Mapping) else {}
+    classes = metainfo.get('classes')
+    metrics = list(getattr(evaluator, 'metrics', None) or [])
+    if classes is None or not metrics:
+        return []
+    trained = checkpoint_unseen_classes(checkpoint, classes)
+    if trained is not None:
+        reference = ('the checkpoint (its decode_head.unseen_mask / '
+                     'meta.dataset_meta)', tuple(trained))
+    elif metainfo.get('unseen_classes') is not None:
+        reference = ('the test dataset (test_dataloader.dataset)',
+                     tuple(metainfo['unseen_classes']))
+    else:
+        return []
+    problems = []
+    for i, metric in enumerate(metrics):
+        seen = getattr(metric, 'seen_classes', None)
+        unseen = getattr(metric, 'unseen_classes', None)
+        if seen is None and unseen is None:
+            continue
+        place = where + (f'.metrics[{i}]' if len(metrics) > 1 else '')
+        metric_unseen = resolve_split(classes, seen, unseen)[1]
+        if set(metric_unseen) != set(reference[1]):
+            problems.append(
+                f'{place} ({type(metric).__name__}) scores with the unseen '
+                f'classes {tuple(metric_unseen)}, {reference[0]} has '
+                f'{reference[1]}')
+    return problems
+
+
 class CheckpointMismatchError(RuntimeError):
     pass
 
@@ -183,6 +222,21 @@ class StrictCheckpointHook(Hook):
                     'trained with (the same metainfo=dict(unseen_classes='
                     '...) as in training), or pass --allow-split-change for '
                     'a deliberate cross-split study.')
+            problems = evaluator_split_mismatches(
+                checkpoint, metainfo, getattr(loop, 'evaluator', None))
+            if problems:
+                raise CheckpointMismatchError(
+                    f'The metric of {self.config_path} is given another '
+                    f'seen/unseen split than the checkpoint '
+                    f'{self.checkpoint_path} was trained with: '
+                    + '; '.join(problems) + '. Its seen, unseen and '
+                    'harmonic mIoU would be those of a split the model was '
+                    'not trained for. The split has one home, the '
+                    "dataset's metainfo (and the checkpoint); drop the "
+                    "metric's seen_classes / unseen_classes, or pass "
+                    '--allow-split-change for a deliberate cross-split '
+                    'study (then set the same split on '
+                    'test_dataloader.dataset.metainfo).')
 
     def _check_weights(self, runner, checkpoint, classes) -> None:
         problems = checkpoint_mismatches(runner.model, checkpoint, classes)

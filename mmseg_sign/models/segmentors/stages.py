@@ -1,6 +1,8 @@
 """The SIGN stages, their options and the optimizer wrappers each needs:
 one home for what ``SIGNStageHook`` checks and ``ZeroShotEncoderDecoder``
 runs."""
+import math
+import numbers
 from typing import Dict, List
 
 from ..utils.pseudo_labels import AST_CANDIDATES, ST_MODES
@@ -37,6 +39,31 @@ TRANSFER_MODES = ('alternate', 'classifier')
 SELF_TRAIN_UPDATES = ('train', 'classifier')
 
 
+def _check_number(where: str, key: str, value, low: float = 0.0,
+                  low_inclusive: bool = True) -> None:
+    """``value`` is a finite real number ``>= low`` (``> low`` when not
+    ``low_inclusive``): else a ValueError naming the stage and key (also for
+    strings and booleans, which would fail later as a raw TypeError or be
+    read as 0 / 1)."""
+    sign = '>=' if low_inclusive else '>'
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(
+            f'{where}: {key} must be a number {sign} {low:g}, got '
+            f'{value!r} (a {type(value).__name__}); write it without '
+            f"quotes, e.g. {key}=2.0 (--cfg-options ...{key}=2.0).")
+    if not math.isfinite(value) or not (value >= low if low_inclusive
+                                        else value > low):
+        raise ValueError(f'{where}: {key} must be a finite number {sign} '
+                         f'{low:g}, got {value!r}.')
+
+
+def _check_int(where: str, key: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or value < 1:
+        raise ValueError(f'{where}: {key} must be a positive integer, got '
+                         f'{value!r}.')
+
+
 def stage_options(index: int, stage: dict) -> dict:
     """Check ``stage`` (``name``, ``iters`` and options) and return it with
     every option filled in. Errors name the stage and the fix."""
@@ -45,10 +72,7 @@ def stage_options(index: int, stage: dict) -> dict:
     if name not in STAGE_OPTIONS:
         raise ValueError(f'stages[{index}]: name must be one of '
                          f'{tuple(STAGE_OPTIONS)}, got {name!r}.')
-    iters = stage.get('iters')
-    if not isinstance(iters, int) or isinstance(iters, bool) or iters < 1:
-        raise ValueError(f'{where}: `iters` must be a positive integer, '
-                         f'got {iters!r}.')
+    _check_int(where, '`iters`', stage.get('iters'))
     defaults = STAGE_OPTIONS[name]
     unknown = set(stage) - {'name', 'iters'} - set(defaults)
     if unknown:
@@ -59,40 +83,30 @@ def stage_options(index: int, stage: dict) -> dict:
         if out['mode'] not in TRANSFER_MODES:
             raise ValueError(f'{where}: mode must be one of '
                              f'{TRANSFER_MODES}, got {out["mode"]!r}.')
-        if not isinstance(out['block_iters'], int) or out['block_iters'] < 1:
-            raise ValueError(f'{where}: block_iters must be a positive '
-                             f'integer, got {out["block_iters"]!r}.')
+        _check_int(where, 'block_iters', out['block_iters'])
         for key in ('real_weight', 'fake_weight', 'synth_weight'):
-            if out[key] < 0:
-                raise ValueError(f'{where}: {key} must be >= 0, got '
-                                 f'{out[key]}.')
+            _check_number(where, key, out[key])
     elif name == 'self_train':
         if out['mode'] not in ST_MODES:
             raise ValueError(f'{where}: mode must be one of {ST_MODES}, '
                              f'got {out["mode"]!r}.')
-        if out['temperature'] <= 0:
-            raise ValueError(f'{where}: temperature must be > 0, got '
-                             f'{out["temperature"]}.')
-        if not 0 < out['top_p'] <= 100:
+        _check_number(where, 'temperature', out['temperature'],
+                      low_inclusive=False)
+        _check_number(where, 'top_p', out['top_p'], low_inclusive=False)
+        if not out['top_p'] <= 100:
             raise ValueError(f'{where}: top_p is a percentage in (0, 100], '
                              f'got {out["top_p"]}.')
         if out['update'] not in SELF_TRAIN_UPDATES:
             raise ValueError(f'{where}: update must be one of '
                              f'{SELF_TRAIN_UPDATES}, got {out["update"]!r}.')
-        if out['synth_weight'] < 0:
-            raise ValueError(f'{where}: synth_weight must be >= 0, got '
-                             f'{out["synth_weight"]}.')
+        _check_number(where, 'synth_weight', out['synth_weight'])
         if out['candidates'] not in AST_CANDIDATES:
             raise ValueError(f'{where}: candidates must be one of '
                              f'{AST_CANDIDATES}, got {out["candidates"]!r}.')
-        ratio = out['max_pseudo_ratio']
-        if ratio is not None and (isinstance(ratio, bool) or not isinstance(
-                ratio, (int, float)) or not ratio > 0):
-            raise ValueError(f'{where}: max_pseudo_ratio must be None or a '
-                             f'number > 0, got {ratio!r}.')
-        if not isinstance(out['top_k'], int) or out['top_k'] < 1:
-            raise ValueError(f'{where}: top_k must be a positive integer, '
-                             f'got {out["top_k"]!r}.')
+        if out['max_pseudo_ratio'] is not None:
+            _check_number(where, 'max_pseudo_ratio', out['max_pseudo_ratio'],
+                          low_inclusive=False)
+        _check_int(where, 'top_k', out['top_k'])
     return out
 
 

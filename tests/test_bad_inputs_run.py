@@ -1,0 +1,675 @@
+"""Bad inputs to the run, checkpoint and table tools (issue 18): each case
+is what a user does, and the clear error (or correct behaviour) it must
+get, before any work is wasted.
+
+One table, ``CASES``; every row is run by ``test_bad_input``. The tools run
+as a user runs them (``tools/train.py`` / ``tools/test.py`` as
+subprocesses, ``tools/publish_model.py`` / ``tools/build_class_embeddings.py``
+through their ``main(argv)``) on the toy data and the shipped toy config
+shrunk by a few overrides; the checkpoints come from one real two-iteration
+SIGN run.
+"""
+import hashlib
+import importlib.util
+import json
+import os
+import os.path as osp
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import pytest
+import torch
+
+from e2e_utils import REPO
+
+from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+
+# two train iterations, no validation, plain loaders: a checkpoint with
+# G, D, optimizers and the message hub, as every SIGN run writes
+SHORT = """
+stages = [dict(name='train', iters=2)]
+custom_hooks = [dict(type='SIGNStageHook', stages=stages,
+                     val_at_stage_end=False)]
+param_scheduler = dict(segmentor=[
+    dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=2,
+         by_epoch=False)])
+train_cfg = dict(max_iters=2, val_interval=100)
+default_hooks = dict(checkpoint=dict(interval=2), logger=dict(interval=1))
+train_dataloader = dict(batch_size=4, num_workers=0,
+                        persistent_workers=False)
+val_dataloader = dict(num_workers=0, persistent_workers=False)
+test_dataloader = val_dataloader
+"""
+# a plan that starts after the train stage (from load_from)
+TRANSFER_THEN_SELF_TRAIN = """
+stages = [dict(name='transfer', iters=1, mode='alternate', block_iters=1),
+          dict(name='self_train', iters=1, mode='AST')]
+custom_hooks = [dict(type='SIGNStageHook', stages=stages,
+                     val_at_stage_end=False)]
+train_cfg = dict(max_iters=2)
+"""
+NEW_UNSEEN = ('kite', 'lamp', 'river')
+assert set(NEW_UNSEEN) != set(TOY_UNSEEN)
+ONE_PLACE_SPLIT = f"""
+split = dict(unseen_classes={NEW_UNSEEN!r})
+train_dataloader = dict(dataset=dict(metainfo=split))
+val_dataloader = dict(dataset=dict(metainfo=split))
+test_dataloader = dict(dataset=dict(metainfo=split))
+"""
+
+
+# ------------------------------------------------------------- the context
+def _load_tool(name):
+    """``tools/<name>.py`` as a module (its ``main(argv)``)."""
+    spec = importlib.util.spec_from_file_location(
+        f'tool_{name}', osp.join(REPO, 'tools', f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _sha(path):
+    with open(path, 'rb') as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class Outcome:
+    """What a user sees: exit status and output (or the exception)."""
+
+    def __init__(self, rc, text):
+        self.rc, self.text = rc, text
+
+    def __repr__(self):
+        return f'Outcome(rc={self.rc}, text=...{self.text[-3000:]})'
+
+
+class Context:
+    """The workspace (a copy of the toy data), config files and, built on
+    first use, the checkpoint of a real two-iteration SIGN run."""
+
+    def __init__(self, root, toy_root):
+        self.root = root
+        shutil.copytree(toy_root, osp.join(root, 'data', 'toy'))
+        base = osp.join(REPO, 'configs/sign/sign_toy.py')
+        self.cfg = self.config('short.py', '')
+        self._base = base
+        self._ckpt = None
+        self._count = 0
+
+    def path(self, *parts):
+        return osp.join(self.root, *parts)
+
+    def fresh(self, name):
+        """A new empty directory."""
+        self._count += 1
+        path = self.path(f'{name}_{self._count}')
+        os.makedirs(path)
+        return path
+
+    def config(self, name, body):
+        base = osp.join(REPO, 'configs/sign/sign_toy.py')
+        path = self.path(name)
+        with open(path, 'w') as f:
+            f.write(f'_base_ = [{base!r}]\n{SHORT}\n{body}\n')
+        return path
+
+    def tool(self, *args, timeout=300):
+        """``python tools/<args[0]> ...`` in the workspace."""
+        cmd = [sys.executable, osp.join(REPO, 'tools', args[0]), *args[1:]]
+        env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1',
+                   MKL_NUM_THREADS='1')
+        proc = subprocess.run(cmd, cwd=self.root, env=env,
+                              capture_output=True, text=True,
+                              timeout=timeout)
+        return Outcome(proc.returncode, proc.stdout + proc.stderr)
+
+    @staticmethod
+    def main(tool, *argv):
+        """``tools/<tool>.py``'s ``main(argv)`` in this process."""
+        try:
+            _load_tool(tool).main(list(argv))
+        except SystemExit as err:
+            if err.code in (None, 0):
+                return Outcome(0, '')
+            return Outcome(err.code if isinstance(err.code, int) else 1,
+                           str(err.code))
+        return Outcome(0, '')
+
+    @property
+    def ckpt(self):
+        """``iter_2.pth`` of a real SIGN run (train stage, 2 iterations)."""
+        if self._ckpt is None:
+            wd = self.path('wd_trained')
+            out = self.tool('train.py', self.cfg, '--work-dir', wd)
+            assert out.rc == 0, out
+            self._ckpt = osp.join(wd, 'iter_2.pth')
+            assert osp.isfile(self._ckpt)
+        return self._ckpt
+
+    def copy_ckpt(self, name):
+        path = self.path(name)
+        shutil.copy(self.ckpt, path)
+        return path
+
+
+@pytest.fixture(scope='module')
+def ctx(tmp_path_factory, toy_root):
+    return Context(str(tmp_path_factory.mktemp('bad_run')), toy_root)
+
+
+# ------------------------------------------------------------------ actions
+class RunsCommand:
+    """Unpickling it runs ``command`` (a hostile checkpoint's payload)."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command, )
+
+
+def publish_hostile(ctx, case):
+    sentinel = ctx.path('PAYLOAD_RAN')
+    evil = ctx.path('evil.pth')
+    state = torch.load(ctx.ckpt, map_location='cpu')
+    state['meta']['note'] = RunsCommand(f'touch {sentinel}')
+    torch.save(state, evil)
+    out = ctx.main('publish_model', evil, ctx.path('pub', 'evil.pth'))
+    case.after = lambda: not osp.exists(sentinel) and not osp.exists(
+        ctx.path('pub', 'evil.pth'))
+    return out
+
+
+def _guard_input(ctx, case, path):
+    digest = _sha(path)
+    case.after = lambda: _sha(path) == digest and len(os.listdir(
+        osp.dirname(path))) == 1  # nothing written or renamed beside it
+
+
+def publish_onto_itself(no_hash):
+
+    def action(ctx, case):
+        folder = ctx.fresh('same')
+        ckpt = shutil.copy(ctx.ckpt, osp.join(folder, 'iter_2.pth'))
+        _guard_input(ctx, case, ckpt)
+        args = [ckpt, ckpt] + (['--no-hash'] if no_hash else [])
+        return ctx.main('publish_model', *args)
+
+    return action
+
+
+def publish_through_link(kind):
+
+    def action(ctx, case):
+        folder = ctx.fresh('link')
+        ckpt = shutil.copy(ctx.ckpt, osp.join(folder, 'iter_2.pth'))
+        digest = _sha(ckpt)
+        other = ctx.fresh('other')
+        out = osp.join(other, 'pub.pth')
+        if kind == 'symlink_dir':  # OUT's folder is IN's, through a link
+            os.rmdir(other)
+            os.symlink(folder, other)
+            out = osp.join(other, 'iter_2.pth')
+        else:
+            os.link(ckpt, out)  # a hard link: another path, same inode
+        case.after = lambda: _sha(ckpt) == digest
+        return ctx.main('publish_model', ckpt, out, '--no-hash')
+
+    return action
+
+
+def publish_normal(ctx, case):
+    """The control: a training checkpoint publishes, atomically (no
+    temporary file left), and loads with weights_only=True."""
+    folder = ctx.fresh('pub_ok')
+    out = ctx.main('publish_model', ctx.ckpt, osp.join(folder, 'sign.pth'))
+
+    def after():
+        files = os.listdir(folder)
+        ok = len(files) == 1 and re.fullmatch(r'sign-[0-9a-f]{8}\.pth',
+                                              files[0])
+        pub = torch.load(osp.join(folder, files[0]), weights_only=True)
+        return ok and pub['meta']['sign_inference_only'] and not any(
+            k.startswith('decode_head.generator.') for k in pub['state_dict'])
+
+    case.after = after
+    return out
+
+
+def damaged_checkpoint(kind):
+    """An empty or truncated copy of a real checkpoint."""
+
+    def make(ctx):
+        path = ctx.path(f'{kind}.pth')
+        data = open(ctx.ckpt, 'rb').read()
+        with open(path, 'wb') as f:
+            f.write(b'' if kind == 'empty' else data[:len(data) // 2])
+        return path
+
+    return make
+
+
+def publish_damaged(kind):
+
+    def action(ctx, case):
+        folder = ctx.fresh('pub_bad')
+        out = ctx.main('publish_model', damaged_checkpoint(kind)(ctx),
+                       osp.join(folder, 'x.pth'))
+        case.after = lambda: os.listdir(folder) == []
+        return out
+
+    return action
+
+
+def run_test_py_on_damaged(kind):
+
+    def action(ctx, case):
+        return ctx.tool('test.py', ctx.cfg, damaged_checkpoint(kind)(ctx),
+                        '--work-dir', ctx.fresh('wd_test'))
+
+    return action
+
+
+def evaluate_with_metric_split(ctx, case):
+    unseen = ','.join(NEW_UNSEEN)
+    return ctx.tool('test.py', ctx.cfg, ctx.ckpt, '--work-dir',
+                    ctx.fresh('wd_test'), '--cfg-options',
+                    f'test_evaluator.unseen_classes=[{unseen}]')
+
+
+def resume_with(body, *options):
+
+    def action(ctx, case):
+        cfg = ctx.config(f'resume_{ctx._count}.py', body)
+        wd = ctx.fresh('wd_resume')
+        out = ctx.tool('train.py', cfg, '--work-dir', wd, '--resume',
+                       '--cfg-options', f'load_from={ctx.ckpt}', *options)
+        case.after = lambda: not [f for f in os.listdir(wd)
+                                  if f.endswith('.pth')]
+        return out
+
+    return action
+
+
+def load_published(allow):
+
+    def action(ctx, case):
+        folder = ctx.fresh('pub_for_load')
+        ctx.main('publish_model', ctx.ckpt, osp.join(folder, 'p.pth'),
+                 '--no-hash')
+        cfg = ctx.config(f'load_pub_{ctx._count}.py',
+                         TRANSFER_THEN_SELF_TRAIN)
+        wd = ctx.fresh('wd_load_pub')
+        opts = [f'load_from={osp.join(folder, "p.pth")}']
+        if allow:
+            opts.append('allow_untrained_gan=True')
+        out = ctx.tool('train.py', cfg, '--work-dir', wd, '--cfg-options',
+                       *opts)
+        case.after = (lambda: osp.isfile(osp.join(wd, 'iter_2.pth'))) \
+            if allow else (lambda: not osp.exists(osp.join(wd,
+                                                           'iter_1.pth')))
+        return out
+
+    return action
+
+
+def train_with_max_iters(ctx, case):
+    wd = ctx.fresh('wd_max_iters')
+    out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd, '--cfg-options',
+                   'train_cfg.max_iters=10')
+    case.after = lambda: os.listdir(wd) == []  # failed before the Runner
+    return out
+
+
+HOLD_LOCK = """
+import sys, time
+from mmseg_sign.utils.work_dir_lock import lock_work_dir
+lock_work_dir(sys.argv[1])
+print('locked', flush=True)
+time.sleep(120)
+"""
+
+
+def train_in_locked_work_dir(ctx, case):
+    """A second run in a work dir while the first (a process holding the
+    lock as tools/train.py does) lives."""
+    wd = ctx.fresh('wd_locked')
+    holder = subprocess.Popen([sys.executable, '-c', HOLD_LOCK, wd],
+                              stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, OMP_NUM_THREADS='1'))
+    try:
+        assert holder.stdout.readline().strip() == 'locked'
+        case.expect = case.expect.replace('PID', str(holder.pid))
+        out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd)
+        case.after = lambda: sorted(os.listdir(wd)) == ['.train.lock']
+    finally:
+        holder.kill()
+        holder.wait()
+    return out
+
+
+def take_over_stale_lock(ctx, case):
+    """A lock file left by a dead process (kill -9) is taken over."""
+    from mmseg_sign.utils.work_dir_lock import (LOCK_NAME, lock_work_dir,
+                                                unlock_work_dir)
+    wd = ctx.fresh('wd_stale')
+    dead = subprocess.Popen([sys.executable, '-c', HOLD_LOCK, wd],
+                            stdout=subprocess.PIPE, text=True)
+    assert dead.stdout.readline().strip() == 'locked'
+    dead.kill()  # SIGKILL: no atexit, the lock file stays
+    dead.wait()
+    with open(osp.join(wd, LOCK_NAME)) as f:
+        assert f'pid {dead.pid}' in f.read()
+    try:
+        lock_work_dir(wd)
+        with open(osp.join(wd, LOCK_NAME)) as f:
+            return Outcome(0, f.read())
+    finally:
+        unlock_work_dir(wd)
+
+
+def read_table_with(rows, names=None):
+
+    def action(ctx, case):
+        from mmseg_sign.embeddings import read_class_embeddings
+        from mmseg_sign.embeddings.builder import save_class_embeddings
+        names_ = list(names or [f'c{i}' for i in range(len(rows))])
+        path = ctx.path(f'table_{ctx._count}.npz')
+        ctx._count += 1
+        if names is None or len(set(names_)) == len(names_):
+            save_class_embeddings(path, names_, np.array(rows, np.float32))
+        else:  # duplicate names: write the archive by hand
+            np.savez(path, classes=np.array(names_),
+                     embeddings=np.array(rows, np.float32))
+        try:
+            read_class_embeddings(path)
+        except ValueError as err:
+            return Outcome(1, str(err))
+        return Outcome(0, '')
+
+    return action
+
+
+def build_table(synonyms=None, synonyms_text=None, sources=None):
+    """tools/build_class_embeddings.py on the toy word vectors."""
+
+    def action(ctx, case):
+        args = ['--dataset', 'toy', '--no-default-synonyms',
+                '--out', ctx.path(f'built_{ctx._count}.npz')]
+        ctx._count += 1
+        for source in sources or [
+                'data/toy/word_vectors/word2vec_like.txt:word2vec']:
+            args += ['--source', ctx.path(source)]
+        if synonyms is not None or synonyms_text is not None:
+            path = ctx.path(f'syn_{ctx._count}.json')
+            with open(path, 'wb') as f:
+                f.write(synonyms_text if synonyms_text is not None else
+                        json.dumps(synonyms).encode())
+            args += ['--synonyms', path]
+        out = ctx.main('build_class_embeddings', *args)
+        case.after = lambda: not osp.exists(args[args.index('--out') + 1])
+        return out
+
+    return action
+
+
+def vector_file(name, content):
+    """A word-vector file with ``content`` (bytes, or a function of the
+    real toy text file's bytes)."""
+
+    def make(ctx):
+        real = ctx.path('data/toy/word_vectors/word2vec_like.txt')
+        data = content(open(real, 'rb').read()) if callable(content) \
+            else content
+        with open(ctx.path(name), 'wb') as f:
+            f.write(data)
+        return name
+
+    return make
+
+
+def build_from(make_file, fmt):
+
+    def action(ctx, case):
+        name = make_file(ctx)
+        return build_table(sources=[f'{name}:{fmt}'])(ctx, case)
+
+    return action
+
+
+def _ragged(data):
+    """The toy word2vec text file with one number dropped from line 3."""
+    lines = data.decode().splitlines()
+    lines[2] = lines[2].rsplit(' ', 1)[0]
+    return ('\n'.join(lines) + '\n').encode()
+
+
+def build_metric(**kw):
+
+    def action(ctx, case):
+        from mmseg.registry import METRICS
+        try:
+            METRICS.build(dict(type='GZSLIoUMetric', **kw))
+        except ValueError as err:
+            return Outcome(1, str(err))
+        return Outcome(0, '')
+
+    return action
+
+
+def build_hook_with(**stage):
+
+    def action(ctx, case):
+        from mmseg.registry import HOOKS
+        stages = [dict(name='train', iters=2), stage]
+        try:
+            HOOKS.build(dict(type='SIGNStageHook', stages=stages))
+        except ValueError as err:
+            return Outcome(1, str(err))
+        return Outcome(0, '')
+
+    return action
+
+
+# ------------------------------------------------------------------ the table
+@dataclass
+class Case:
+    name: str
+    does: str  # what the user does
+    action: Callable
+    expect: str  # regex the output must match
+    ok: bool = False  # expected exit: 0 (correct behaviour) or an error
+    # tools/train.py shows the traceback of an error raised in the Runner
+    # (as mmseg's does); everything else ends with the message alone
+    traceback_ok: bool = False
+    after: Optional[Callable] = field(default=None, repr=False)
+
+
+DAMAGED = r'Cannot read the checkpoint \S*{}\.pth: it is {}'
+CASES = [
+    # ---- code execution
+    Case('publish_hostile_checkpoint',
+         'tools/publish_model.py on a checkpoint whose meta carries an '
+         'os.system payload',
+         publish_hostile,
+         r'Cannot load the checkpoint \S*evil\.pth safely: .*posix\.system'),
+    Case('publish_normal_checkpoint',
+         'tools/publish_model.py on a real training checkpoint (control)',
+         publish_normal, '', ok=True),
+    # ---- data loss 1: the output replaces the input
+    Case('publish_onto_itself_no_hash',
+         'tools/publish_model.py IN IN --no-hash',
+         publish_onto_itself(True),
+         r'the output \S+ is the input checkpoint'),
+    Case('publish_onto_itself_hashed', 'tools/publish_model.py IN IN',
+         publish_onto_itself(False),
+         r'the output \S+ is the input checkpoint'),
+    Case('publish_through_symlinked_dir',
+         'tools/publish_model.py IN LINK/iter_2.pth --no-hash, LINK a '
+         "symlink to IN's folder",
+         publish_through_link('symlink_dir'),
+         r'the output \S+ is the input checkpoint'),
+    Case('publish_onto_hard_link', 'tools/publish_model.py IN OUT '
+         '--no-hash, OUT a hard link of IN',
+         publish_through_link('hardlink'),
+         r'the output \S+ is the input checkpoint'),
+    # ---- obscure: damaged checkpoints
+    Case('publish_empty_checkpoint', 'tools/publish_model.py on a 0-byte '
+         'file', publish_damaged('empty'), DAMAGED.format('empty', 'empty')),
+    Case('publish_truncated_checkpoint', 'tools/publish_model.py on half '
+         'a checkpoint', publish_damaged('truncated'),
+         DAMAGED.format('truncated', 'truncated')),
+    Case('test_empty_checkpoint', 'tools/test.py CONFIG empty.pth',
+         run_test_py_on_damaged('empty'), DAMAGED.format('empty', 'empty')),
+    Case('test_truncated_checkpoint', 'tools/test.py CONFIG truncated.pth',
+         run_test_py_on_damaged('truncated'),
+         DAMAGED.format('truncated', 'truncated')),
+    # ---- silently wrong 5: a split given to the metric alone
+    Case('test_evaluator_split_alone',
+         'tools/test.py CONFIG CKPT --cfg-options '
+         'test_evaluator.unseen_classes=[kite,lamp,river]',
+         evaluate_with_metric_split,
+         r"test_evaluator \(GZSLIoUMetric\) scores with the unseen classes "
+         r"\('kite', 'lamp', 'river'\), the checkpoint .* has "
+         r"\('flag', 'hedge', 'river'\).*--allow-split-change"),
+    # ---- silently wrong 4: --resume after the split changed
+    Case('resume_after_split_change',
+         'tools/train.py --resume after setting another split in all '
+         'three loaders', resume_with(ONE_PLACE_SPLIT),
+         r"--resume: the checkpoint was trained with the unseen "
+         r"classes \('flag', 'hedge', 'river'\), but the training dataset "
+         r"now has \('kite', 'lamp', 'river'\); the model has learnt "
+         r"\('kite', 'lamp'\) from their labels.*allow_split_change=True",
+         traceback_ok=True),
+    # ---- silently wrong 9: --resume with a plan shorter than the run
+    Case('resume_past_the_plan',
+         'tools/train.py --resume from iter_2.pth with the plan cut to 1 '
+         'iteration', resume_with('', 'custom_hooks.0.stages.0.iters=1'),
+         r'--resume from a checkpoint at iteration 2, but the stage plan '
+         r'ends at iteration 1 \(train 1\): there is nothing left to train',
+         traceback_ok=True),
+    # ---- silently wrong 3: load_from a checkpoint without G and D
+    Case('load_published_into_transfer',
+         'tools/train.py, plan transfer + self_train, load_from a '
+         'published checkpoint',
+         load_published(False),
+         r'no weights for decode_head\.discriminator and '
+         r'decode_head\.generator \(a published checkpoint.*stages\[0\] '
+         r'\(transfer\) uses discriminator and generator.*'
+         r'allow_untrained_gan=True', traceback_ok=True),
+    Case('load_published_deliberately',
+         'the same with --cfg-options allow_untrained_gan=True (runs)',
+         load_published(True), r'Iter\(train\) \[2/2\]', ok=True),
+    # ---- obscure: max_iters given where the plan is the home
+    Case('max_iters_on_the_command_line',
+         'tools/train.py sign_toy --cfg-options train_cfg.max_iters=10',
+         train_with_max_iters,
+         r'train_cfg\.max_iters=10: the run\'s length is set by the SIGN '
+         r'stage plan custom_hooks\.0\.stages \(train 2 = 2 iterations\).*'
+         r'custom_hooks\.0\.stages\.0\.iters=N0'),
+    # ---- data loss 2: two runs in one work dir
+    Case('second_run_in_locked_work_dir',
+         'tools/train.py --work-dir WD while another run holds WD',
+         train_in_locked_work_dir,
+         r'The work dir \S+ is in use by another training run \(pid PID: '),
+    Case('stale_lock_taken_over',
+         'a run in a work dir whose previous run was killed with -9',
+         take_over_stale_lock, rf'^pid {os.getpid()}: ', ok=True),
+    # ---- silently wrong 10: class-embedding tables
+    Case('table_duplicate_rows',
+         'a class-embedding table where two classes have the same vector',
+         read_table_with([[1, 0, 0], [0, 1, 0], [1, 0, 0]]),
+         r"1 pair\(s\) of classes have the same embedding vector: 'c0' "
+         r"\(row 0\) = 'c2' \(row 2\)"),
+    Case('table_duplicate_names', 'a table listing a class name twice',
+         read_table_with([[1, 0], [0, 1]], names=['sky', 'sky']),
+         r"the class name\(s\) \['sky'\] appear more than once"),
+    Case('build_table_two_classes_one_word',
+         'build_class_embeddings.py --synonyms mapping kite to lamp',
+         build_table(synonyms={'kite': 'lamp'}),
+         r"build_class_embeddings: 1 pair\(s\) of classes have the same "
+         r"embedding vector: .*'kite' -> 'lamp'"),
+    # ---- obscure: --synonyms files
+    Case('synonyms_not_json', 'build_class_embeddings.py --synonyms with '
+         'a trailing comma', build_table(synonyms_text=b'{"kite": "a",}'),
+         r'--synonyms \S+\.json: not valid JSON \(.* at line 1, column'),
+    Case('synonyms_a_list', 'build_class_embeddings.py --synonyms holding '
+         'a JSON list', build_table(synonyms=['kite', 'lamp']),
+         r'holds a JSON list, not an object mapping class names to words'),
+    Case('synonyms_bad_value', 'build_class_embeddings.py --synonyms with '
+         'a number as words', build_table(synonyms={'kite': 3}),
+         r"the words of 'kite' must be a non-empty string or a list"),
+    Case('synonyms_not_utf8', 'build_class_embeddings.py --synonyms in '
+         'latin-1', build_table(synonyms_text='{"kite": "caf\xe9"}'.encode(
+             'latin-1')), r'not UTF-8 text'),
+    # ---- obscure: bad word-vector files
+    Case('vectors_ragged_rows', 'a word2vec text file with a short row',
+         build_from(vector_file('ragged.txt', _ragged), 'word2vec'),
+         r"Cannot read '\S*ragged\.txt' as word2vec word vectors \(.*\)\. "
+         r'Expected a word2vec text file'),
+    Case('vectors_empty_file', 'an empty word2vec text file',
+         build_from(vector_file('empty.txt', b''), 'word2vec'),
+         r"Cannot read '\S*empty\.txt' as word2vec word vectors \(it is "
+         r'empty'),
+    Case('vectors_text_as_binary', 'a text file named as word2vec_binary',
+         build_from(vector_file('text.bin', lambda d: d[:200]),
+                    'word2vec_binary'),
+         r"Cannot read '\S*text\.bin' as word2vec_binary word vectors"),
+    # ---- silently wrong 11 / obscure: calibration_sweep and temperature
+    Case('calibration_sweep_string', "GZSLIoUMetric(calibration_sweep='05')",
+         build_metric(calibration_sweep='05'),
+         r"calibration_sweep must be a list of numbers .*got '05' \(a str\)"),
+    Case('calibration_sweep_number', 'GZSLIoUMetric(calibration_sweep=0.5)',
+         build_metric(calibration_sweep=0.5),
+         r'calibration_sweep must be a list of numbers .*\[0\.5\] for one'),
+    Case('calibration_sweep_nan',
+         "GZSLIoUMetric(calibration_sweep=[0.0, float('nan')])",
+         build_metric(calibration_sweep=[0.0, float('nan')]),
+         r'calibration_sweep\[1\] is nan; every calibration value'),
+    Case('calibration_sweep_words',
+         "GZSLIoUMetric(calibration_sweep=['low', 'high'])",
+         build_metric(calibration_sweep=['low', 'high']),
+         r"calibration_sweep\[0\] is 'low' \(a str\), not a number"),
+    Case('calibration_sweep_fine', 'GZSLIoUMetric(calibration_sweep='
+         '(0, 0.5, 1)) (control)', build_metric(calibration_sweep=(0, .5, 1)),
+         '', ok=True),
+    Case('temperature_string', "self_train stage temperature='abc'",
+         build_hook_with(name='self_train', iters=1, temperature='abc'),
+         r"stages\[1\] \(self_train\): temperature must be a number > 0, "
+         r"got 'abc' \(a str\)"),
+    Case('temperature_nan', "self_train stage temperature=float('nan')",
+         build_hook_with(name='self_train', iters=1,
+                         temperature=float('nan')),
+         r'temperature must be a finite number > 0, got nan'),
+    Case('top_p_string', "self_train stage top_p='75'",
+         build_hook_with(name='self_train', iters=1, mode='ST', top_p='75'),
+         r"top_p must be a number > 0, got '75'"),
+    Case('transfer_weight_bool', 'transfer stage synth_weight=True',
+         build_hook_with(name='transfer', iters=1, synth_weight=True),
+         r'synth_weight must be a number >= 0, got True'),
+]
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c.name for c in CASES])
+def test_bad_input(ctx, case):
+    out = case.action(ctx, case)
+    if case.ok:
+        assert out.rc == 0, out
+    else:
+        assert out.rc != 0, out
+        assert case.traceback_ok or 'Traceback' not in out.text, out
+    assert re.search(case.expect, out.text, re.S), (case.expect, out)
+    if case.after is not None:
+        assert case.after(), f'{case.name}: the after-check failed'
+
+
+def test_every_case_is_named_once():
+    names = [c.name for c in CASES]
+    assert len(names) == len(set(names))
+    assert all(c.does and (c.expect or c.ok) for c in CASES)
