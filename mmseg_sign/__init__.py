@@ -18,5 +18,6 @@ MODULE2PACKAGE.setdefault('mmseg_sign', 'mmseg_sign.version')
 
 from . import (datasets, embeddings, engine, evaluation, models,  # noqa: E402,F401,E501
                registry)
+from . import apis  # noqa: E402,F401  (after the registries it uses)
 
 __all__ = ['__version__']

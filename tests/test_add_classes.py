@@ -1,9 +1,15 @@
 """Adding classes by name to a trained model (issue 11, items 1-2): the
 dataset and head ``held_out_classes`` options, ``SIGNHead.add_classes``,
-and ``tools/add_classes.py`` end to end on the toy data."""
+``mmseg_sign.apis.add_classes`` / ``save_grown`` called directly, and
+``tools/add_classes.py`` end to end on the toy data; its early errors on
+output directories, mismatched configs and classes the dataset does not
+list (issue 18)."""
+import contextlib
 import hashlib
 import os
 import os.path as osp
+import shutil
+import signal
 
 import numpy as np
 import pytest
@@ -266,6 +272,7 @@ def test_added_class_is_segmented(trained):
     assert after['mIoU_unseen'] > 0.5 * before['mIoU_unseen'], (before,
                                                                   after)
 
+
 def test_held_out_config_is_the_toy_config_less_one_class():
     held = Config.fromfile(osp.join(REPO, HELD_OUT))
     toy = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
@@ -273,3 +280,288 @@ def test_held_out_config_is_the_toy_config_less_one_class():
         toy.model.decode_head.num_classes - len(held.held_out)
     for key in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         assert held[key].dataset.held_out_classes == held.held_out
+
+
+
+# ------------------------------------------------------------ the Python API
+SOURCE_DICTS = [
+    dict(path='data/toy/word_vectors/word2vec_like.txt', format='word2vec'),
+    dict(path='data/toy/word_vectors/fasttext_like.bin',
+         format='word2vec_binary')]
+
+
+@contextlib.contextmanager
+def _within(seconds, what):
+    """Fail (instead of running on) if the block takes longer: the errors
+    below must come before the refit, which would run for hours."""
+    def timeout(*_):
+        raise AssertionError(f'{what} did not fail within {seconds} s: '
+                             'the check came after the refit started')
+    old = signal.signal(signal.SIGALRM, timeout)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture()
+def in_ws(trained, monkeypatch):
+    """The trained workspace as the working directory (the toy config's
+    relative data and table paths)."""
+    ws, cfg, ckpt = trained
+    monkeypatch.chdir(ws)
+    return ws, cfg, ckpt
+
+
+def _river_vector(ws):
+    """'river''s row built independently of add_classes (the builder on the
+    toy word vectors, as the model's table was built)."""
+    from mmseg_sign.embeddings import build_class_embeddings
+    return build_class_embeddings(['river'], SOURCE_DICTS,
+                                  use_default_synonyms=False,
+                                  show_progress=False)
+
+
+def test_api_refit_only_and_save(in_ws, tmp_path):
+    """add_classes on a config + checkpoint, in memory (no self-training);
+    the old classes' scores stay the input model's with refit='new';
+    save_grown writes files that init_model reads back to the same model,
+    and the self-training run to start later."""
+    from mmseg.apis import init_model
+
+    from mmseg_sign.apis import add_classes, save_grown
+    ws, cfg, ckpt = in_ws
+    digest = _digest(ckpt)
+    model, grown = add_classes(cfg, ckpt, ['river'], source=SOURCE_DICTS,
+                               use_default_synonyms=False, iters=3,
+                               refit='new', self_train_iters=0)
+    assert _digest(ckpt) == digest
+    assert grown.model.decode_head.num_classes == 10
+    assert model.cfg is grown
+    assert model.dataset_meta['classes'][-1] == 'river'
+    assert len(model.dataset_meta['palette']) == 10
+    assert set(model.dataset_meta['unseen_classes']) == {'flag', 'hedge',
+                                                         'river'}
+    head = model.decode_head
+    np.testing.assert_allclose(head.class_embedding[-1].numpy(),
+                               _river_vector(ws)[0], rtol=0, atol=1e-6)
+    old = init_model(cfg, ckpt, device='cpu')
+    feats = torch.rand(1, head.channels, 4, 4)
+    with torch.no_grad():
+        before = old.decode_head.forward([feats])
+        after = head.forward([feats])
+    assert after.shape[1] == before.shape[1] + 1 == 10
+    torch.testing.assert_close(after[:, :9], before)  # refit='new'
+
+    out = tmp_path / 'grown'
+    written = save_grown(model, grown, str(out))
+    assert sorted(os.listdir(out)) == sorted(
+        ['class_embeddings.npz', 'config.py', 'model.pth', 'refit.pth',
+         'self_train.py'])  # no temporary file left
+    assert written['model'] == str(out / 'model.pth')
+    st = Config.fromfile(str(out / 'self_train.py'))
+    assert st.load_from == str(out / 'refit.pth')
+    assert st.custom_hooks[0].stages[0]['iters'] == PLAN[-1][1]
+    again = init_model(str(out / 'config.py'), str(out / 'model.pth'),
+                       device='cpu')
+    assert again.dataset_meta['classes'] == model.dataset_meta['classes']
+    with torch.no_grad():
+        torch.testing.assert_close(again.decode_head.forward([feats]), after)
+
+
+def test_api_takes_a_loaded_model_and_leaves_it_alone(in_ws):
+    from mmseg.apis import init_model
+
+    from mmseg_sign.apis import add_classes
+    ws, cfg, ckpt = in_ws
+    old = init_model(cfg, ckpt, device='cpu')
+    weight = old.decode_head.conv_seg.weight.clone()
+    vec = _river_vector(ws)
+    model, grown = add_classes(old, None, ['river'], vectors=vec, iters=2,
+                               self_train_iters=0, real=False)
+    assert model.decode_head.num_classes == 10
+    assert old.decode_head.num_classes == 9  # a copy was grown
+    assert torch.equal(old.decode_head.conv_seg.weight, weight)
+    np.testing.assert_array_equal(model.decode_head.class_embedding[-1],
+                                  vec[0])
+
+
+def test_api_early_errors(in_ws, tmp_path):
+    """Errors found before the refit (a refit of 10^7 iterations would
+    run for hours): self-training without a work dir, a class the dataset
+    does not list, a config that does not fit the checkpoint, a bad
+    synonyms file."""
+    from mmseg_sign.apis import AddClassesError, add_classes
+    ws, cfg, ckpt = in_ws
+    big = 10 ** 7
+    with _within(120, 'self-training without work_dir'), pytest.raises(
+            AddClassesError, match='give work_dir, or self_train_iters=0'):
+        add_classes(cfg, ckpt, ['river'], source=SOURCE_DICTS,
+                    use_default_synonyms=False, iters=big)
+    # the README's giraffe: not a class of the toy dataset
+    width = _river_vector(ws).shape[1]
+    giraffe = np.full((1, width), 1 / np.sqrt(width), np.float32)
+    with _within(120, 'an unlisted class'), pytest.raises(
+            AddClassesError,
+            match=r"ZeroShotToyDataset does not list \['giraffe'\].*"
+            'self_train_iters=0'):
+        add_classes(cfg, ckpt, ['giraffe'], vectors=giraffe, iters=big,
+                    work_dir=str(tmp_path / 'giraffe'))
+    assert not osp.exists(tmp_path / 'giraffe')
+    # the full toy config (10 classes) with the held-out model's checkpoint
+    full = write_config(ws / 'full.py', 'configs/sign/sign_toy.py', '')
+    with _within(120, 'a mismatched config'), pytest.raises(
+            AddClassesError) as err:
+        add_classes(full, ckpt, ['zebra'], vectors=giraffe, iters=big)
+    message = str(err.value)
+    assert 'decode_head.conv_seg.weight' in message
+    assert 'The checkpoint has 9 classes, the config 10' in message
+    assert 'Give the config the model was trained with' in message
+    bad = tmp_path / 'synonyms.json'
+    bad.write_text('{"river": "water",}')
+    with _within(120, 'a bad synonyms file'), pytest.raises(
+            AddClassesError, match='not valid JSON'):
+        add_classes(cfg, ckpt, ['river'], source=SOURCE_DICTS,
+                    synonyms=str(bad), iters=big, self_train_iters=0)
+
+
+def test_api_unlisted_class_without_self_training(in_ws, tmp_path):
+    """A class the dataset does not list, refit only: the model is written
+    for inference, but no self_train.py that could not run."""
+    from mmseg_sign.apis import add_classes, save_grown
+    ws, cfg, ckpt = in_ws
+    width = _river_vector(ws).shape[1]
+    giraffe = np.full((1, width), 1 / np.sqrt(width), np.float32)
+    model, grown = add_classes(cfg, ckpt, ['giraffe'], vectors=giraffe,
+                               iters=2, self_train_iters=0)
+    written = save_grown(model, grown, str(tmp_path / 'out'))
+    assert sorted(written) == ['class_embeddings', 'config', 'model']
+    assert model.dataset_meta['classes'][-1] == 'giraffe'
+
+
+def test_force_replaces_only_what_the_tool_writes(in_ws, tmp_path):
+    """A non-empty output directory is refused; with force its stale
+    self-training checkpoints and old outputs go, other files stay."""
+    from mmseg_sign.apis import AddClassesError, add_classes, save_grown
+    ws, cfg, ckpt = in_ws
+    out = tmp_path / 'reused'
+    (out / 'self_train').mkdir(parents=True)
+    (out / 'self_train' / 'iter_5.pth').write_bytes(b'stale')
+    (out / 'model.pth').write_bytes(b'stale')
+    (out / 'notes.txt').write_text('mine')
+    vec = _river_vector(ws)
+    with pytest.raises(AddClassesError, match='is not empty'):
+        add_classes(cfg, ckpt, ['river'], vectors=vec, iters=2,
+                    self_train_iters=0, work_dir=str(out))
+    model, grown = add_classes(cfg, ckpt, ['river'], vectors=vec, iters=2,
+                               self_train_iters=0, work_dir=str(out),
+                               force=True)
+    with pytest.raises(AddClassesError, match='is not empty'):
+        save_grown(model, grown, str(out))
+    save_grown(model, grown, str(out), force=True)
+    assert not osp.exists(out / 'self_train')
+    assert (out / 'notes.txt').read_text() == 'mine'
+    assert _digest(out / 'model.pth') != hashlib.sha256(b'stale').hexdigest()
+    assert sorted(os.listdir(out)) == sorted(
+        ['class_embeddings.npz', 'config.py', 'model.pth', 'notes.txt',
+         'refit.pth', 'self_train.py'])
+
+
+def test_atomic_write_keeps_the_old_file_on_failure(tmp_path):
+    from mmseg_sign.apis.outputs import atomic_write
+    path = tmp_path / 'model.pth'
+    path.write_bytes(b'old')
+
+    def crash(tmp):
+        with open(tmp, 'wb') as f:
+            f.write(b'half')
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(str(path), crash)
+    assert path.read_bytes() == b'old'
+    assert os.listdir(tmp_path) == ['model.pth']
+
+    def write(tmp):
+        with open(tmp, 'wb') as f:
+            f.write(b'new')
+
+    atomic_write(str(path), write)
+    assert path.read_bytes() == b'new'
+    assert os.listdir(tmp_path) == ['model.pth']
+
+
+def test_tool_refuses_outputs_that_are_inputs(trained):
+    """tools/add_classes.py fails before the refit (10^7 iterations: the
+    run would time out) and leaves every input as it was: the input is
+    refit.pth inside --out (even with --force), --out reaches the input's
+    folder through a symlink, --out is a file or a non-empty directory."""
+    ws, cfg, ckpt = trained
+    root = ws / 'outs'
+    root.mkdir()
+    inside = root / 'inside'
+    inside.mkdir()
+    shutil.copy(ckpt, inside / 'refit.pth')
+    real = root / 'real'
+    real.mkdir()
+    shutil.copy(ckpt, real / 'model.pth')
+    os.symlink(real, root / 'link')
+    (root / 'afile').write_text('x')
+    stale = root / 'stale'
+    (stale / 'self_train').mkdir(parents=True)
+    (stale / 'self_train' / 'iter_100.pth').write_bytes(b'old run')
+    cases = [
+        (str(inside / 'refit.pth'), inside, ['--force'],
+         'would overwrite the input'),
+        (str(real / 'model.pth'), root / 'link', [],
+         r'would overwrite the input .*link is .*real\)'),
+        (ckpt, root / 'afile', [], 'is a file'),
+        (ckpt, stale, [], r'is not empty \(self_train\).*--force'),
+    ]
+    for checkpoint, out, extra, message in cases:
+        digest = _digest(checkpoint)
+        with pytest.raises(AssertionError, match=message):
+            run_tool(['add_classes.py', cfg, checkpoint, '--classes',
+                      'river', '--no-default-synonyms', *SOURCES, '--out',
+                      str(out), '--iters', str(10 ** 7), *extra], str(ws),
+                     timeout=180)
+        assert _digest(checkpoint) == digest
+    assert (root / 'afile').read_text() == 'x'
+    assert (stale / 'self_train' / 'iter_100.pth').read_bytes() == \
+        b'old run'
+    assert sorted(os.listdir(real)) == ['model.pth']
+
+
+def test_tool_size_mismatch_and_unlisted_class_messages(trained):
+    """The full toy config with the held-out model's checkpoint, and the
+    README's giraffe (a class the toy dataset does not list): one-line
+    errors before the refit."""
+    from mmseg_sign.embeddings import read_class_embeddings
+    ws, cfg, ckpt = trained
+    _, table = read_class_embeddings(
+        str(ws / 'data' / 'toy' / 'class_embeddings.npz'))
+    full = write_config(ws / 'full_cli.py', 'configs/sign/sign_toy.py', '')
+    with pytest.raises(AssertionError) as err:
+        run_tool(['add_classes.py', full, ckpt, '--classes', 'zebra',
+                  '--no-default-synonyms', *SOURCES, '--out',
+                  str(ws / 'mismatch'), '--iters', str(10 ** 7)], str(ws),
+                 timeout=180)
+    log = str(err.value)
+    assert 'error: ' in log and 'decode_head.conv_seg.weight' in log
+    assert 'Traceback' not in log
+    assert not osp.exists(ws / 'mismatch')
+    from mmseg_sign.embeddings import save_class_embeddings
+    width = table.shape[1]
+    save_class_embeddings(str(ws / 'giraffe.npz'), ['giraffe'],
+                          np.full((1, width), 1 / np.sqrt(width), np.float32))
+    with pytest.raises(AssertionError) as err:
+        run_tool(['add_classes.py', cfg, ckpt, '--classes', 'giraffe',
+                  '--embeddings', str(ws / 'giraffe.npz'), '--out',
+                  str(ws / 'giraffe'), '--iters', str(10 ** 7)], str(ws),
+                 timeout=180)
+    log = str(err.value)
+    assert "ZeroShotToyDataset does not list ['giraffe']" in log, log
+    assert '--self-train-iters 0' in log and 'Traceback' not in log
+    assert not osp.exists(ws / 'giraffe')

@@ -1,0 +1,121 @@
+"""Output directories that never overwrite an input and never mix runs, and
+files written atomically (temporary file in the same folder + rename)."""
+import os
+import os.path as osp
+import shutil
+import tempfile
+from typing import Callable, Iterable, Optional, Sequence
+
+
+class AddClassesError(ValueError):
+    """A problem with the inputs of :func:`add_classes` or
+    :func:`save_grown`, found before any work is done; the message says what
+    is wrong and how to fix it."""
+
+
+#: What ``add_classes`` / ``save_grown`` write into an output directory
+#: (``self_train`` is the self-training run's work dir).
+OWNED = ('config.py', 'model.pth', 'refit.pth', 'class_embeddings.npz',
+         'self_train.py', 'self_train')
+
+
+def _real(path) -> str:
+    return osp.realpath(osp.expanduser(os.fspath(path)))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_out_dir(out, inputs: Iterable = (), force: bool = False) -> str:
+    """Check an output directory before any work: not a file, none of the
+    files written there (:data:`OWNED`) is an input or holds one (paths
+    compared with ``os.path.realpath``, so through symlinks), and empty
+    unless ``force``. Returns its real path."""
+    if out is None or not os.fspath(out):
+        raise AddClassesError('the output directory is empty: give one.')
+    out_path = os.fspath(out)
+    if osp.lexists(out_path) and not osp.isdir(out_path):
+        what = 'a broken link' if not osp.exists(out_path) else 'a file'
+        raise AddClassesError(
+            f'the output directory {out_path} is {what}: give a new '
+            'directory (it is created).')
+    real = _real(out_path)
+    for given in inputs:
+        if given is None:
+            continue
+        src = _real(given)
+        for name in OWNED:
+            target = osp.join(real, name)
+            if _inside(src, target):
+                note = '' if real == osp.abspath(out_path) else \
+                    f' ({out_path} is {real})'
+                raise AddClassesError(
+                    f'the output directory {out_path} would overwrite the '
+                    f'input {given}: {osp.join(out_path, name)} is written '
+                    f'there{note}. Write to another directory.')
+    if osp.isdir(real) and os.listdir(real) and not force:
+        present = sorted(set(os.listdir(real)))
+        listed = ', '.join(present[:6]) + (', ...' if len(present) > 6
+                                           else '')
+        raise AddClassesError(
+            f'the output directory {out_path} is not empty ({listed}): a '
+            'new run there would mix its outputs with the old ones (stale '
+            'self-training checkpoints). Give a new directory, or '
+            'force=True (tools/add_classes.py: --force) to replace the '
+            f'files this tool writes ({", ".join(OWNED)}) and keep the '
+            'rest.')
+    return real
+
+
+def clear_owned(out: str) -> None:
+    """Remove what :data:`OWNED` names in ``out`` (and temporary files
+    left by an interrupted write); keep everything else."""
+    if not osp.isdir(out):
+        return
+    for entry in os.listdir(out):
+        path = osp.join(out, entry)
+        if entry in OWNED or any(entry.startswith(f'.{name}.')
+                                 for name in OWNED):
+            if osp.isdir(path) and not osp.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+
+
+def atomic_write(path: str, write: Callable[[str], None]) -> str:
+    """Write ``path`` by ``write(tmp)`` on a temporary file beside it, then
+    ``os.replace``: a reader (or a crash) never sees a partial file. The
+    temporary name keeps the extension (``Config.dump`` picks the format
+    from it)."""
+    folder, name = osp.split(osp.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f'.{name}.',
+                               suffix=f'.tmp{osp.splitext(name)[1]}')
+    os.close(fd)
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if osp.exists(tmp):
+            os.remove(tmp)
+        raise
+    return path
+
+
+def input_paths(*groups: Optional[Sequence]) -> list:
+    """The file paths among ``groups`` (paths, ``dict(path=...)`` sources;
+    objects such as gensim vectors are skipped)."""
+    paths = []
+    for group in groups:
+        if group is None:
+            continue
+        if isinstance(group, (str, os.PathLike, dict)):
+            group = [group]
+        for item in group:
+            if isinstance(item, dict):
+                item = item.get('path')
+            if isinstance(item, (str, os.PathLike)) and os.fspath(item):
+                paths.append(os.fspath(item))
+    return paths
