@@ -187,7 +187,9 @@ def test_mask_unseen_labels(ade_root):
     ds = build(ade_root)
     seg = ds[0]['data_samples'].gt_sem_seg.data.numpy()
     assert np.isin(seg, UNSEEN_IDS).any()  # leaks without the transform
-    assert ds.mask_unseen_labels() is True
+    with pytest.raises(ValueError, match='no MaskUnseenClasses'):
+        ds.mask_unseen_labels()  # workers may hold the pipeline: error
+    assert ds.mask_unseen_labels(insert=True) is True
     transforms = ds.pipeline.transforms
     load = next(i for i, t in enumerate(transforms)
                 if isinstance(t, LoadAnnotations))

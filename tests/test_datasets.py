@@ -109,14 +109,14 @@ def test_training_dataset_masks_unseen_labels_itself(voc_root):
                        r"random transform.*'sheep'.*right after "
                        'LoadAnnotations'):
         ds.mask_unseen_labels(insert=False)
-    assert ds.mask_unseen_labels()
+    assert ds.mask_unseen_labels(insert=True)
     names = [type(t).__name__ for t in ds.pipeline.transforms]
     assert names == ['LoadImageFromFile', 'CheckedLoadAnnotations',
                      'MaskUnseenClasses', 'CheckSegLabels']
     np.testing.assert_array_equal(
         ds[0]['gt_seg_map'],
         expected_mask(LABELS['with_unseen'], ds.metainfo['unseen_classes']))
-    assert not ds.mask_unseen_labels()  # already there: nothing to do
+    assert not ds.mask_unseen_labels(insert=True)  # already there
     assert not ds.mask_unseen_labels(insert=False)
     assert not build_voc(voc_root).mask_unseen_labels()
     dropped = build_voc(voc_root, drop_unseen_images=True)

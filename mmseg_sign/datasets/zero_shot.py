@@ -411,14 +411,17 @@ class ZeroShotMixin:
                 logger='current', level=logging.WARNING)
         return 'train'
 
-    def mask_unseen_labels(self, insert: bool = True) -> bool:
-        """Called by a trainer on its training dataset: guarantee that no
-        unseen label leaves it. Training pipelines are recognised at build
-        time (:meth:`_check_pipeline`); a deterministic one without
-        ``MaskUnseenClasses`` was taken for an evaluation pipeline. Then,
-        with ``insert``, ``MaskUnseenClasses`` is inserted right after
-        ``LoadAnnotations`` (only useful before worker processes copy the
-        dataset) and the log says so; without, it is an error.
+    def mask_unseen_labels(self, insert: bool = False) -> bool:
+        """Called by a trainer on its training dataset (``SIGNStageHook``
+        before iteration 1): guarantee that no unseen label leaves it.
+
+        Training pipelines are recognised at build time
+        (:meth:`_check_pipeline`); a deterministic one without
+        ``MaskUnseenClasses`` was taken for an evaluation pipeline. That is
+        an error here, since dataloader workers may already hold a copy of
+        the pipeline; with ``insert=True`` (a caller that has not started
+        workers yet) ``MaskUnseenClasses`` is inserted right after
+        ``LoadAnnotations`` instead, and the log says so.
         Returns whether it inserted the transform.
         """
         from mmseg.datasets.transforms import LoadAnnotations
