@@ -337,7 +337,8 @@ def _write(tmp_path, name, **arrays):
 
 def test_load_errors(tmp_path):
     names = np.array(CLASSES)
-    good = np.ones((4, 3), np.float32)
+    # distinct rows: two classes with one vector are refused (issue 18)
+    good = np.arange(1, 13, dtype=np.float32).reshape(4, 3)
     path = _write(tmp_path, 'good.npz', classes=names, embeddings=good)
 
     with pytest.raises(ValueError, match='the file has 4 classes, the '

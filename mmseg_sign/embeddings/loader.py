@@ -450,7 +450,7 @@ def load_word_vectors(path: str,
     if fmt not in WORD_VECTOR_FORMATS:
         raise ValueError(f'Unknown word-vector format {fmt!r} for {path!r}; '
                          f"expected one of {WORD_VECTOR_FORMATS} or 'auto'.")
-    if osp.getsize(path) == 0:
+    if osp.getsize(path) == 0 and fmt != 'keyedvectors':  # that: below
         raise ValueError(_unreadable_vectors(path, fmt, EOFError()))
 
     def _load() -> KeyedVectors:
