@@ -98,6 +98,11 @@ if __name__ == '__main__':
             # CLIP text embeddings (tools/build_class_embeddings.py
             # --source clip:DIR); tested with transformers 5.23
             clip=['transformers>=4.30'],
-            tests=['pytest', 'transformers>=4.30']),
+            # ONNX export and its check (tools/deployment/pytorch2onnx.py;
+            # onnxscript for --exporter dynamo); tested with onnx 1.23,
+            # onnxruntime 1.32, onnxscript 0.7
+            deploy=['onnx>=1.14', 'onnxruntime>=1.16', 'onnxscript'],
+            tests=['pytest', 'transformers>=4.30', 'onnx>=1.14',
+                   'onnxruntime>=1.16', 'onnxscript']),
         zip_safe=False,
     )
