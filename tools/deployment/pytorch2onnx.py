@@ -165,7 +165,8 @@ class ONNXSegmentor(nn.Module):
         self.model = model.eval()
         self.output = output
         pre = model.data_preprocessor
-        self.bgr_to_rgb = bool(pre.channel_conversion)
+        # bgr_to_rgb or rgb_to_bgr: either reverses the 3 channels
+        self.flip_channels = bool(pre.channel_conversion)
         self.normalize = bool(pre._enable_normalize)
         if self.normalize:
             self.register_buffer('mean', pre.mean.detach().float().clone()
@@ -175,7 +176,7 @@ class ONNXSegmentor(nn.Module):
 
     def forward(self, img: torch.Tensor) -> torch.Tensor:
         x = img
-        if self.bgr_to_rgb:
+        if self.flip_channels:
             x = x.flip(1)
         if self.normalize:
             x = (x - self.mean) / self.std
