@@ -381,3 +381,31 @@ def test_ast_weights_enter_the_segmentation_ce(embedding_table):
     kl = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).mean(1)
     torch.testing.assert_close(log_vars['loss_kld'],
                                100 * kl.mean().detach())
+
+
+def test_inference_path_skips_logvar_and_equals_full_path(embedding_table):
+    """encode_decode / mode='tensor' run backbone → SIM → C without the
+    SIM's logvar conv (z = mu at test time), with the logits of the full
+    extract_feat path; training still computes logvar."""
+    torch.manual_seed(0)
+    model = tiny_model(embedding_table[0]).eval()
+    calls = []
+    model.neck.reparam.logvar.register_forward_hook(
+        lambda *a: calls.append(1))
+    x = torch.rand(2, 3, 16, 16) * 255
+    with torch.no_grad():
+        full = model.decode_head.forward(model.extract_feat(x))
+        assert len(calls) == 1
+        lean = model._forward(x)
+        metas = [dict(img_shape=(16, 16), ori_shape=(16, 16),
+                      pad_shape=(16, 16))] * 2
+        seg = model.encode_decode(x, metas)
+    assert len(calls) == 1, 'the inference path computed logvar'
+    assert len(model.extract_inference_feat(x)) == 1
+    assert torch.equal(lean, full)
+    torch.testing.assert_close(
+        seg, torch.nn.functional.interpolate(
+            full, size=(16, 16), mode='bilinear', align_corners=False))
+    model.train()
+    assert len(model.extract_inference_feat(x)) == 4
+    assert len(calls) == 2

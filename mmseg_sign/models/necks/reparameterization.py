@@ -1,6 +1,6 @@
 """Reparameterisation module of the SIM (the paper's appendix figure; the
 authors' code calls it the contextual module)."""
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import torch
 import torch.nn as nn
@@ -54,7 +54,11 @@ class ContextualReparameterization(nn.Module):
             nn.init.normal_(conv.weight, std=0.01)
             nn.init.zeros_(conv.bias)
 
-    def forward(self, x: Tensor) -> Tuple[Tensor, Tensor]:
+    def forward(self, x: Tensor, with_logvar: bool = True
+                ) -> Tuple[Tensor, Optional[Tensor]]:
+        """``(mu, logvar)``; ``logvar`` is None with ``with_logvar=False``
+        (inference: ``z = mu`` needs no variance, and its 3×3 conv is a
+        third of this module's cost)."""
         maps = []
         for context in self.contexts:
             x = context(x)
@@ -67,6 +71,8 @@ class ContextualReparameterization(nn.Module):
         gated = torch.cat(
             [m * gates[:, i:i + 1] for i, m in enumerate(maps)], dim=1)
         h = self.fuse(gated)
+        if not with_logvar:
+            return self.mu(h), None
         logvar = self.logvar(h)
         if self.logvar_relu:
             logvar = torch.relu(logvar)

@@ -100,9 +100,10 @@ class SelfAttentionEncoder(nn.Module):
         # CUDA's fused kernels need a head size divisible by 8 (600 / 8 =
         # 75 is not): zero-padding q, k, v leaves q·kᵀ and the first
         # columns of the output unchanged, and keeps SDPA off the math
-        # kernel, which builds the (HW)×(HW) matrix
+        # kernel, which builds the (HW)×(HW) matrix. The CPU flash kernel
+        # takes any head size (padding would only add work there).
         head_dim, pad = q.shape[-1], -q.shape[-1] % 8
-        if pad:
+        if pad and q.device.type != 'cpu':
             q, k, v = (F.pad(t, (0, pad)) for t in (q, k, v))
         attn = F.scaled_dot_product_attention(
             q, k, v, dropout_p=self.dropout if self.training else 0.0,

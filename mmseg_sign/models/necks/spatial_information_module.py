@@ -178,14 +178,19 @@ class SpatialInformationModule(BaseModule):
                                     device=x.device)
         return pe.to(x.dtype)[None].expand(b, -1, -1, -1)
 
-    def forward(self, inputs) -> Tuple[torch.Tensor, ...]:
+    def forward(self, inputs, features_only: bool = False
+                ) -> Tuple[torch.Tensor, ...]:
+        """``(F_x, mu, logvar, z)``; with ``features_only=True`` in eval
+        mode ``(F_x, )`` alone (the inference path: backbone → SIM → C;
+        ``logvar`` is not computed, ``z = mu``)."""
         x = self._select_inputs(inputs)
         h = x if self.input_proj is None else self.input_proj.project(x)
         enc_in = torch.sigmoid(h)
         if self.pe_channels:
             enc_in = torch.cat([enc_in, self.positional_encoding(h)], dim=1)
         h = h + self.encoder(enc_in)
-        mu, logvar = self.reparam(torch.sigmoid(h))
+        lean = features_only and not self.training
+        mu, logvar = self.reparam(torch.sigmoid(h), with_logvar=not lean)
         z = mu
         if self.training:
             z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu)
@@ -193,4 +198,6 @@ class SpatialInformationModule(BaseModule):
             feats = torch.sigmoid(h + h * torch.sigmoid(z))
         else:
             feats = torch.sigmoid(h)
+        if lean:
+            return (feats, )
         return feats, mu, logvar, z

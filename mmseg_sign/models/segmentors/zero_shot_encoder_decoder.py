@@ -20,12 +20,20 @@ from .stages import STAGE_OPTIONS, stage_options
 
 def update_params(optim_wrapper: OptimWrapper, loss: torch.Tensor) -> None:
     """``OptimWrapper.update_params`` with the gradients averaged over
-    processes between backward and step.
+    processes before the step.
 
-    The model is not run through DDP's forward (several optimizers and
-    backward passes per iteration), so the gradients of exactly this
-    wrapper's parameters are all-reduced here instead.
+    In distributed training the loss is computed inside the wrapper's
+    ``grad_sync`` DDP (:meth:`ZeroShotEncoderDecoder._losses_for`, attached by
+    ``ZeroShotDataParallel``), whose reducer all-reduces the gradients
+    while backward runs. Without one (a model stepped outside
+    ``ZeroShotDataParallel``) the gradients of exactly this wrapper's
+    parameters are averaged here, after backward. Either way every rank
+    steps the same gradients; a parameter no rank reached gets a zero
+    gradient, as one reached only elsewhere does.
     """
+    sync = getattr(optim_wrapper, 'grad_sync', None)
+    if sync is not None:
+        loss = sync.pop_anchor(loss)
     loss = optim_wrapper.scale_loss(loss)
     optim_wrapper.backward(loss)
     if not optim_wrapper.should_update():
@@ -34,10 +42,11 @@ def update_params(optim_wrapper: OptimWrapper, loss: torch.Tensor) -> None:
         grads = []
         for group in optim_wrapper.optimizer.param_groups:
             for p in group['params']:
-                if p.grad is None:  # every rank must reduce the same list
+                if p.grad is None:  # every rank must step the same list
                     p.grad = torch.zeros_like(p)
                 grads.append(p.grad)
-        all_reduce_params(grads, op='mean')
+        if sync is None:
+            all_reduce_params(grads, op='mean')
     optim_wrapper.step()
     optim_wrapper.zero_grad()
 
@@ -255,6 +264,28 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         teacher.requires_grad_(False)
         self.teacher = teacher
 
+    # ------------------------------------------------------------ inference
+    def extract_inference_feat(self, inputs: torch.Tensor) -> tuple:
+        """Backbone → SIM in eval mode: ``(F_x, )`` only (the SIM skips
+        ``logvar``, which inference does not use); the full
+        :meth:`extract_feat` tuple in training mode or with a neck that
+        has no ``features_only`` switch."""
+        from ..necks import SpatialInformationModule
+        if self.training or not isinstance(self.neck,
+                                           SpatialInformationModule):
+            return self.extract_feat(inputs)
+        return self.neck(self.backbone(inputs), features_only=True)
+
+    def encode_decode(self, inputs: torch.Tensor,
+                      batch_img_metas: list) -> torch.Tensor:
+        """mmseg's inference path (``whole`` / ``slide``): C(SIM(E(x)))."""
+        return self.decode_head.predict(self.extract_inference_feat(inputs),
+                                        batch_img_metas, self.test_cfg)
+
+    def _forward(self, inputs: torch.Tensor, data_samples=None):
+        """``mode='tensor'``: C's logits ``[B, K, h, w]``."""
+        return self.decode_head.forward(self.extract_inference_feat(inputs))
+
     # ---------------------------------------------------------------- steps
     def train_step(self, data, optim_wrapper: OptimWrapperDict
                    ) -> Dict[str, torch.Tensor]:
@@ -303,6 +334,21 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                            f'{list(optim_wrapper.keys())}.')
         return [optim_wrapper[n] for n in names]
 
+    def _losses_for(self, optim_wrapper: OptimWrapper, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)`` (the losses of ``optim_wrapper``'s next
+        update, and whatever else ``fn`` returns) under the wrapper's
+        ``optim_context`` and, in distributed training, inside its
+        ``grad_sync`` DDP (``ZeroShotDataParallel``), so the gradients of
+        the backward that follows are all-reduced while it runs."""
+        sync = getattr(optim_wrapper, 'grad_sync', None)
+        with optim_wrapper.optim_context(self):
+            if sync is None or not torch.is_grad_enabled():
+                return fn(*args, **kwargs)
+            if not optim_wrapper.should_sync():  # gradient accumulation
+                with sync.no_sync():
+                    return sync(fn, *args, **kwargs)
+            return sync(fn, *args, **kwargs)
+
     def _update(self, optim_wrapper: OptimWrapper,
                 losses: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
         """Sum ``losses``, step ``optim_wrapper``, return the log
@@ -335,13 +381,13 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         ``fake_weight`` × CE on the generated seen features, where these
         weights are > 0."""
         head = self.decode_head
-        with gen_ow.optim_context(self):
-            losses_g, real, fake, labels = head.loss_generator(
-                feats, data_samples)
+        losses_g, real, fake, labels = self._losses_for(
+            gen_ow, head.loss_generator, feats, data_samples)
         log_vars = self._update(gen_ow, losses_g)
         # D got gradients through loss_adv_g; its own step starts clean
         dis_ow.zero_grad()
-        with dis_ow.optim_context(self):
+
+        def discriminator_losses():
             losses_d = head.loss_discriminator(real, fake.detach())
             if real_weight:
                 losses_d[real_key] = head.loss_classifier_real(
@@ -349,7 +395,10 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
             if fake_weight:
                 losses_d['loss_ce_fake'] = fake_weight * head._cross_entropy(
                     head.classify(fake.detach()), labels)
-        log_vars.update(self._update(dis_ow, losses_d))
+            return losses_d
+
+        log_vars.update(self._update(
+            dis_ow, self._losses_for(dis_ow, discriminator_losses)))
         return log_vars
 
     def _train_step(self, inputs, data_samples, optim_wrapper,
@@ -364,11 +413,14 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         """
         seg_ow, gen_ow, dis_ow = self._require(optim_wrapper, *wrappers)
         head = self.decode_head
-        with seg_ow.optim_context(self):
+
+        def segmentation_losses():
             feats = self.extract_feat(inputs)
-            losses = head.loss_segmentation(
+            return feats, head.loss_segmentation(
                 feats, data_samples, self._extra_scale_logits(inputs),
                 weights=weights)
+
+        feats, losses = self._losses_for(seg_ow, segmentation_losses)
         log_vars = self._update(seg_ow, losses)
         shared = head.classifier == 'shared_trunk'
         log_vars.update(self._adversarial_step(
@@ -406,10 +458,9 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
             self.neck.eval()
             with torch.no_grad():
                 feats = self.extract_feat(inputs)
-            with transfer_ow.optim_context(self):
-                losses = head.loss_transfer(feats, data_samples,
-                                            opts['real_weight'],
-                                            opts['synth_weight'])
+            losses = self._losses_for(
+                transfer_ow, head.loss_transfer, feats, data_samples,
+                opts['real_weight'], opts['synth_weight'])
             return self._update(transfer_ow, losses)
         transfer_ow, gen_ow = self._require(optim_wrapper, 'transfer',
                                             'transfer_generator')
@@ -419,9 +470,10 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
             return self._adversarial_step(
                 feats, data_samples, gen_ow, transfer_ow, 'loss_ce',
                 opts['real_weight'], opts['fake_weight'])
-        with transfer_ow.optim_context(self):
-            losses = dict(loss_ce_synth=head.loss_synthetic(
-                self._feature_pixels(inputs), inputs, opts['synth_weight']))
+        pixels = self._feature_pixels(inputs)
+        losses = self._losses_for(transfer_ow, lambda: dict(
+            loss_ce_synth=head.loss_synthetic(pixels, inputs,
+                                              opts['synth_weight'])))
         return self._update(transfer_ow, losses)
 
     def _self_train_step(self, inputs, data_samples, optim_wrapper):
@@ -446,7 +498,7 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         head = self.decode_head
         with torch.no_grad():
             t_logits = self.teacher.decode_head(
-                self.teacher.extract_feat(inputs))
+                self.teacher.extract_inference_feat(inputs))
             t_logits = F.interpolate(
                 t_logits, size=inputs.shape[-2:], mode='bilinear',
                 align_corners=head.align_corners)
@@ -462,17 +514,16 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
             if cfg['synth_weight']:
                 (dis_ow, ) = self._require(optim_wrapper,
                                            'self_train_discriminator')
-                with dis_ow.optim_context(self):
-                    losses = dict(loss_ce_synth=head.loss_synthetic(
-                        self._feature_pixels(inputs), inputs,
-                        cfg['synth_weight']))
+                pixels = self._feature_pixels(inputs)
+                losses = self._losses_for(dis_ow, lambda: dict(
+                    loss_ce_synth=head.loss_synthetic(
+                        pixels, inputs, cfg['synth_weight'])))
                 log_vars.update(self._update(dis_ow, losses))
         else:
             (st_ow, ) = self._require(optim_wrapper, 'self_train')
-            with st_ow.optim_context(self):
-                feats = self.extract_feat(inputs)
-                losses = head.loss_self_train(feats, targets, weights,
-                                              cfg['synth_weight'])
+            losses = self._losses_for(st_ow, lambda: head.loss_self_train(
+                self.extract_feat(inputs), targets, weights,
+                cfg['synth_weight']))
             log_vars = self._update(st_ow, losses)
         log_vars.update(stats)
         return log_vars
