@@ -175,12 +175,19 @@ class ZeroShotMixin:
             class's ``METAINFO['unseen_classes']`` is used.
         drop_unseen_images (bool): drop every training image whose label
             map holds an unseen class (ZS3) instead of ignoring the unseen
-            pixels (SPNet / CaGNet / SIGN, the default).
+            pixels (SPNet / CaGNet / SIGN, the default). Refused on a
+            dataset that evaluates (see below).
         held_out_classes (Sequence[str], optional): classes kept out of the
             class list entirely (neither seen nor unseen: their pixels are
             void, through mmseg's ``label_map``), e.g. to add one by name
             later with ``tools/add_classes.py``. Also a ``metainfo`` key.
         *args, **kwargs: the inner dataset's.
+
+    When built, before any dataloader worker copies it, the dataset decides
+    from its pipeline whether it trains (no unseen label may leave it) or
+    evaluates (every label kept) and checks the pipeline against that
+    (:meth:`_check_pipeline`); every label map is checked where it is read
+    (:class:`CheckedLoadAnnotations`), and the first one at build time.
     """
 
     #: The ``reduce_zero_label`` that this dataset's label files need

@@ -1,4 +1,8 @@
 from .paper_eval import PaperEvalResize
-from .zero_shot import CheckSegLabels, MaskUnseenClasses
+from .zero_shot import (CheckedLoadAnnotations, CheckSegLabels,
+                        MaskUnseenClasses)
 
-__all__ = ["CheckSegLabels", "MaskUnseenClasses", "PaperEvalResize"]
+__all__ = [
+    "CheckedLoadAnnotations", "CheckSegLabels", "MaskUnseenClasses",
+    "PaperEvalResize"
+]
