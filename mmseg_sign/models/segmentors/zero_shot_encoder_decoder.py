@@ -323,8 +323,10 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                 f'{names}: the model would learn them from their labels. '
                 "Put dict(type='MaskUnseenClasses') right after "
                 'LoadAnnotations in the training pipeline (zero-shot '
-                'datasets insert it themselves when training starts), or '
-                'set drop_unseen_images=True on the dataset.')
+                'datasets insert it themselves when they are built with a '
+                'training pipeline; this batch came from another dataset '
+                'or a pipeline taken for an evaluation one), or set '
+                'drop_unseen_images=True on the dataset.')
 
     def _require(self, optim_wrapper: OptimWrapperDict, *names):
         missing = [n for n in names if n not in optim_wrapper]
