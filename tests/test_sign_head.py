@@ -120,6 +120,28 @@ def test_embedding_table_must_match(embedding_table, tmp_path):
     assert head.unseen_ids.tolist() == [4]
 
 
+def test_one_class_name_is_one_class(embedding_table):
+    """``held_out_classes='c2'`` / ``unseen_classes='c4'`` name one class
+    each (as the dataset's options do), not their characters."""
+    import numpy as np
+    path, names = embedding_table
+    rows = dict(zip(names, np.load(path)['embeddings']))
+    head = build_head(path, num_classes=4, held_out_classes='c2',
+                      unseen_classes='c4')
+    assert head.held_out_classes == ('c2', )
+    assert head.class_names == ('c0', 'c1', 'c3', 'c4')
+    assert head.unseen_ids.tolist() == [3]
+    listed = build_head(path, num_classes=4, held_out_classes=['c2'],
+                        unseen_classes=['c4'])
+    assert torch.equal(head.class_embedding, listed.class_embedding)
+    assert torch.equal(head.unseen_mask, listed.unseen_mask)
+    # the kept rows are the file's rows, c2 left out
+    expected = np.stack([rows[n] for n in ('c0', 'c1', 'c3', 'c4')])
+    assert np.allclose(head.class_embedding.numpy(), expected)
+    with pytest.raises(TypeError, match='held_out_classes'):
+        build_head(path, num_classes=4, held_out_classes=[2])
+
+
 def test_calibration_lowers_seen_scores(embedding_table):
     head = build_head(embedding_table[0], calibration=0.5).eval()
     feats = features(1, 3, 3)

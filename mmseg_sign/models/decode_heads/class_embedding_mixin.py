@@ -10,7 +10,7 @@ import torch.nn as nn
 from mmengine.logging import print_log
 from torch import Tensor
 
-from ...datasets.zero_shot import resolve_split
+from ...datasets.zero_shot import _as_list, resolve_split
 from ...embeddings import read_class_embeddings
 
 
@@ -25,7 +25,16 @@ class ClassEmbeddingMixin:
 
     def _init_class_embedding(self, path: str, embed_dim: int,
                               held_out_classes, unseen_classes) -> None:
-        self.held_out_classes = tuple(held_out_classes or ())
+        # one name (a string) is one class, not its characters (as the
+        # dataset's held_out_classes / unseen_classes)
+        self.held_out_classes = tuple(_as_list(held_out_classes))
+        bad = [c for c in self.held_out_classes if not isinstance(c, str)]
+        if bad:
+            raise TypeError(
+                f'decode_head.held_out_classes: expected class names '
+                f'(strings), got {bad}; name the table rows to leave out.')
+        if unseen_classes is not None:
+            unseen_classes = _as_list(unseen_classes)
         names, table = self._load_table(path, embed_dim)
         self.class_names = None if names is None else tuple(names)
         # M: frozen mapping from a class index to its word embedding
