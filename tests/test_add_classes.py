@@ -121,6 +121,44 @@ def test_head_held_out_and_add_classes(embedding_table):
         head.add_classes(['a', 'a'], table[:2])
 
 
+@pytest.mark.parametrize('wrap', [False, True])
+def test_refit_data_masks_unseen_labels(toy_root, wrap):
+    """The refit's real batches (``real_batches``) from a training pipeline
+    with no random transform and no ``MaskUnseenClasses`` (also inside a
+    dataset wrapper, and read by loader workers): the mask is inserted
+    before the workers start, so every unseen pixel reaches the refit as
+    255 (against the raw label files), instead of the data being dropped
+    for generated features only."""
+    from mmseg_sign.apis.add_classes import real_batches
+    from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+    dataset = dict(type='ZeroShotToyDataset', data_root=toy_root,
+                   ann_file='ImageSets/Segmentation/train.txt',
+                   data_prefix=dict(img_path='JPEGImages',
+                                    seg_map_path='SegmentationClass'),
+                   pipeline=[dict(type='LoadImageFromFile'),
+                             dict(type='LoadAnnotations'),
+                             dict(type='PackSegInputs')])
+    if wrap:
+        dataset = dict(type='RepeatDataset', times=1, dataset=dataset)
+    cfg = Config(dict(train_dataloader=dict(
+        batch_size=8, num_workers=2, persistent_workers=False,
+        sampler=dict(type='DefaultSampler', shuffle=False),
+        dataset=dataset)))
+    batches = real_batches(cfg, seed=0)
+    assert batches is not None, 'the refit fell back to generated features'
+    unseen = [TOY_CLASSES.index(c) for c in TOY_UNSEEN]
+    seen_unseen = 0
+    for _ in range(3):  # 24 images, one pass
+        for sample in next(batches)['data_samples']:
+            raw = np.array(Image.open(sample.seg_map_path))
+            want = raw.copy()
+            want[np.isin(raw, unseen)] = 255
+            seen_unseen += int(np.isin(raw, unseen).sum())
+            np.testing.assert_array_equal(
+                sample.gt_sem_seg.data[0].numpy(), want)
+    assert seen_unseen, 'no unseen pixel in the toy train set: test is void'
+
+
 def _digest(path):
     with open(path, 'rb') as f:
         return hashlib.sha256(f.read()).hexdigest()

@@ -140,8 +140,7 @@ def real_batches(cfg, seed: int):
         loader = Runner.build_dataloader(
             copy.deepcopy(cfg.train_dataloader), seed=seed)
         dataset = loader.dataset
-        if hasattr(dataset, 'mask_unseen_labels'):
-            dataset.mask_unseen_labels()
+        _mask_unseen_labels(dataset)
         if not len(dataset):
             raise FileNotFoundError('the training dataset is empty')
     except (FileNotFoundError, OSError, KeyError, ValueError,
@@ -155,6 +154,19 @@ def real_batches(cfg, seed: int):
             yield from loader
 
     return endless()
+
+
+def _mask_unseen_labels(dataset) -> None:
+    """No unseen label may reach the refit: every zero-shot dataset (also
+    inside mmengine's dataset wrappers) inserts ``MaskUnseenClasses`` where
+    its pipeline lacks it. ``insert=True``: the loader was built here and
+    no worker has started yet."""
+    if hasattr(dataset, 'mask_unseen_labels'):
+        dataset.mask_unseen_labels(insert=True)
+    for inner in [getattr(dataset, 'dataset', None),
+                  *getattr(dataset, 'datasets', [])]:
+        if inner is not None:
+            _mask_unseen_labels(inner)
 
 
 def _dataset_leaves(dataset):
