@@ -75,9 +75,11 @@ def one_seed(seed, root, name, iters, reference):
     ckpt, _ = train_and_test(CONFIG, wd, root, 'held_out', seed)
     out = osp.join(wd, f'plus_{name}')
     if not osp.exists(osp.join(out, 'model.pth')):
+        # this script owns ``out``: --force replaces what an interrupted
+        # run left there (add_classes refuses a non-empty folder otherwise)
         add = [osp.join(REPO, 'tools/add_classes.py'), CONFIG, ckpt,
                '--classes', name, '--no-default-synonyms', '--out', out,
-               '--seed', str(seed)]
+               '--seed', str(seed), '--force']
         for source in SOURCES:
             add += ['--source', source]
         if iters:
