@@ -18,7 +18,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -28,7 +27,7 @@ import torch
 
 from e2e_utils import REPO
 
-from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+from mmseg_sign.datasets.toy_data import TOY_UNSEEN
 
 # two train iterations, no validation, plain loaders: a checkpoint with
 # G, D, optimizers and the message hub, as every SIGN run writes
@@ -96,9 +95,7 @@ class Context:
     def __init__(self, root, toy_root):
         self.root = root
         shutil.copytree(toy_root, osp.join(root, 'data', 'toy'))
-        base = osp.join(REPO, 'configs/sign/sign_toy.py')
         self.cfg = self.config('short.py', '')
-        self._base = base
         self._ckpt = None
         self._count = 0
 
