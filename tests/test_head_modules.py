@@ -18,6 +18,17 @@ golden_lib = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(golden_lib)
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """The record was made with one thread (tests/data/
+    make_sign_head_golden.py); float sums are only bit-equal with the same
+    thread count, and the suite runs with the machine's default."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope='module')
 def golden():
     return torch.load(osp.join(DATA, 'sign_head_golden.pth'),
