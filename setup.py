@@ -102,7 +102,7 @@ if __name__ == '__main__':
             # onnxscript for --exporter dynamo); tested with onnx 1.23,
             # onnxruntime 1.32, onnxscript 0.7
             deploy=['onnx>=1.14', 'onnxruntime>=1.16', 'onnxscript'],
-            tests=['pytest', 'transformers>=4.30', 'onnx>=1.14',
-                   'onnxruntime>=1.16', 'onnxscript']),
+            tests=['pytest', 'pytest-xdist', 'transformers>=4.30',
+                   'onnx>=1.14', 'onnxruntime>=1.16', 'onnxscript']),
         zip_safe=False,
     )

@@ -3,4 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
-exec .venv/bin/python -m pytest tests -p no:cacheprovider "$@"
+# TEST_WORKERS pytest-xdist processes (default 2; 0 runs in this process),
+# one torch thread each: two processes with default threads on 2 cores
+# slow each other down many times over
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+exec .venv/bin/python -m pytest tests -p no:cacheprovider \
+    -n "${TEST_WORKERS:-2}" "$@"
