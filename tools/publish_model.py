@@ -31,22 +31,22 @@ inode, also after the hash is appended) and is written atomically: a
 temporary file in OUT's folder, renamed into place when complete.
 """
 import argparse
+import io
 import os
 import os.path as osp
 import re
 import sys
-import tempfile
 from collections.abc import Mapping
 from hashlib import sha256
 
 import torch
 
+from mmseg_sign.utils.atomic import atomic_write
 from mmseg_sign.utils.checkpoint import (UnreadableCheckpointError,
                                          UnsafeCheckpointError,
                                          load_checkpoint_file,
                                          register_checkpoint_safe_globals)
 
-BLOCK_SIZE = 128 * 1024
 # modules that inference does not run (G; D's GAN head)
 TRAINING_ONLY_PREFIXES = ('decode_head.generator.',
                           'decode_head.discriminator.')
@@ -66,17 +66,6 @@ def parse_args(argv=None):
         '--no-hash', action='store_true',
         help='write OUT as given, without the -<sha256[:8]> suffix')
     return parser.parse_args(argv)
-
-
-def sha256sum(filename: str) -> str:
-    """SHA256 digest of a file."""
-    hash_func = sha256()
-    byte_array = bytearray(BLOCK_SIZE)
-    memory_view = memoryview(byte_array)
-    with open(filename, 'rb', buffering=0) as file:
-        for block in iter(lambda: file.readinto(memory_view), 0):
-            hash_func.update(memory_view[:block])
-    return hash_func.hexdigest()
 
 
 def _plain(value):
@@ -164,25 +153,20 @@ def process_checkpoint(in_file: str, out_file: str,
         published = strip_checkpoint(checkpoint)
     except ValueError as err:
         raise ValueError(f'{in_file}: {err}') from None
-    out_dir = osp.dirname(osp.abspath(out_file))
-    os.makedirs(out_dir, exist_ok=True)
-    fd, tmp_file = tempfile.mkstemp(
-        prefix=f'.{osp.basename(out_file)}.', suffix='.tmp', dir=out_dir)
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            torch.save(published, f)
-        final_file = out_file
-        if add_hash:
-            sha = sha256sum(tmp_file)
-            stem = out_file[:-4] if out_file.endswith('.pth') else out_file
-            final_file = f'{stem}-{sha[:8]}.pth'
-            _check_output(in_file, final_file)
-        os.chmod(tmp_file, 0o644)
-        os.replace(tmp_file, final_file)
-    except BaseException:
-        if osp.exists(tmp_file):
-            os.remove(tmp_file)
-        raise
+    buffer = io.BytesIO()
+    torch.save(published, buffer)
+    data = buffer.getvalue()
+    final_file = out_file
+    if add_hash:
+        stem = out_file[:-4] if out_file.endswith('.pth') else out_file
+        final_file = f'{stem}-{sha256(data).hexdigest()[:8]}.pth'
+        _check_output(in_file, final_file)
+
+    def write(tmp):
+        with open(tmp, 'wb') as f:
+            f.write(data)
+
+    atomic_write(final_file, write)
     print(f'{in_file}: {_size(in_file)}, '
           f'{len(checkpoint.get("state_dict", checkpoint))} tensors')
     print(f'{final_file}: {_size(final_file)}, '

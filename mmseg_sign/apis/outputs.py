@@ -1,10 +1,11 @@
 """Output directories that never overwrite an input and never mix runs, and
-files written atomically (temporary file in the same folder + rename)."""
+files written atomically (:func:`mmseg_sign.utils.atomic_write`)."""
 import os
 import os.path as osp
 import shutil
-import tempfile
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence
+
+from ..utils.atomic import atomic_write  # noqa: F401 (the apis' writer)
 
 
 class AddClassesError(ValueError):
@@ -81,27 +82,6 @@ def clear_owned(out: str) -> None:
                 shutil.rmtree(path)
             else:
                 os.remove(path)
-
-
-def atomic_write(path: str, write: Callable[[str], None]) -> str:
-    """Write ``path`` by ``write(tmp)`` on a temporary file beside it, then
-    ``os.replace``: a reader (or a crash) never sees a partial file. The
-    temporary name keeps the extension (``Config.dump`` picks the format
-    from it)."""
-    folder, name = osp.split(osp.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f'.{name}.',
-                               suffix=f'.tmp{osp.splitext(name)[1]}')
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if osp.exists(tmp):
-            os.remove(tmp)
-        raise
-    return path
 
 
 def input_paths(*groups: Optional[Sequence]) -> list:

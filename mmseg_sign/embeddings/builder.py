@@ -11,7 +11,6 @@ class's words, L2-normalised like any other part.
 """
 import os
 import os.path as osp
-import tempfile
 import zipfile
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -19,6 +18,7 @@ import numpy as np
 from gensim.models import KeyedVectors
 from gensim.models.fasttext import FastTextKeyedVectors
 
+from ..utils.atomic import atomic_write
 from .clip import CLIP_FORMAT, CLIPTextEncoder, clip_text_embeddings
 from .loader import describe_source, load_word_vectors
 from .synonyms import SynonymValue, class_name_to_words, merge_synonyms
@@ -306,24 +306,17 @@ def save_class_embeddings(path: Union[str, os.PathLike],
         raise ValueError('vectors contain NaN or inf')
     arrays = (('classes', np.array(names, dtype=np.str_)),
               ('embeddings', np.ascontiguousarray(vectors)))
-    out_dir = osp.dirname(osp.abspath(path))
-    os.makedirs(out_dir, exist_ok=True)
-    fd, tmp_path = tempfile.mkstemp(suffix='.npz', dir=out_dir)
-    try:
-        with os.fdopen(fd, 'wb') as f, \
-                zipfile.ZipFile(f, 'w', zipfile.ZIP_STORED) as archive:
+
+    def write(tmp):
+        with zipfile.ZipFile(tmp, 'w', zipfile.ZIP_STORED) as archive:
             for key, array in arrays:
                 info = zipfile.ZipInfo(f'{key}.npy', (1980, 1, 1, 0, 0, 0))
                 info.external_attr = 0o644 << 16
                 with archive.open(info, 'w', force_zip64=True) as member:
                     np.lib.format.write_array(
                         member, array, allow_pickle=False)
-        os.chmod(tmp_path, 0o644)
-        os.replace(tmp_path, path)
-    except BaseException:
-        if osp.exists(tmp_path):
-            os.remove(tmp_path)
-        raise
+
+    atomic_write(path, write)
     return path
 
 

@@ -1,11 +1,12 @@
 from .amp import convert_to_amp, enable_amp
+from .atomic import atomic_write
 from .dist import use_gloo_without_cuda
 from .checkpoint import (UnreadableCheckpointError, UnsafeCheckpointError,
                          checkpoint_safe_globals, load_checkpoint_file,
                          register_checkpoint_safe_globals)
 
 __all__ = [
-    'enable_amp', 'convert_to_amp', 'checkpoint_safe_globals',
+    'atomic_write', 'enable_amp', 'convert_to_amp', 'checkpoint_safe_globals',
     'register_checkpoint_safe_globals', 'use_gloo_without_cuda',
     'load_checkpoint_file', 'UnreadableCheckpointError',
     'UnsafeCheckpointError'
