@@ -38,15 +38,16 @@ def update_params(optim_wrapper: OptimWrapper, loss: torch.Tensor) -> None:
     optim_wrapper.backward(loss)
     if not optim_wrapper.should_update():
         return
-    if get_world_size() > 1:
+    if sync is None and get_world_size() > 1:
+        # DDP's reducer gave every parameter of its group an averaged
+        # gradient already (its anchor reaches them all); by hand here
         grads = []
         for group in optim_wrapper.optimizer.param_groups:
             for p in group['params']:
                 if p.grad is None:  # every rank must step the same list
                     p.grad = torch.zeros_like(p)
                 grads.append(p.grad)
-        if sync is None:
-            all_reduce_params(grads, op='mean')
+        all_reduce_params(grads, op='mean')
     optim_wrapper.step()
     optim_wrapper.zero_grad()
 
