@@ -7,7 +7,7 @@ import torch
 from mmengine.config import Config
 
 from mmseg_sign.engine import SIGNStageHook
-from mmseg_sign.utils import convert_to_amp, enable_amp
+from mmseg_sign.utils import convert_to_amp
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
@@ -16,7 +16,8 @@ def test_amp_converts_every_wrapper_of_a_dict():
     cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
     assert convert_to_amp(cfg) is True
     for name in ('segmentor', 'generator', 'discriminator', 'transfer'):
-        assert cfg.optim_wrapper[name]['type'] == 'AmpOptimWrapper'
+        assert cfg.optim_wrapper[name]['type'] == \
+            'MixedPrecisionOptimWrapper'
         assert cfg.optim_wrapper[name]['loss_scale'] == 'dynamic'
     assert cfg.optim_wrapper.constructor == 'ModuleGroupOptimWrapperConstructor'
     assert convert_to_amp(cfg) is False  # already AMP
@@ -26,18 +27,11 @@ def test_amp_single_wrapper_and_errors():
     cfg = Config(dict(optim_wrapper=dict(
         type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
     assert convert_to_amp(cfg) and \
-        cfg.optim_wrapper.type == 'AmpOptimWrapper'
+        cfg.optim_wrapper.type == 'MixedPrecisionOptimWrapper'
     bad = Config(dict(optim_wrapper=dict(
         type='ApexOptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
     with pytest.raises(ValueError, match='ApexOptimWrapper'):
         convert_to_amp(bad)
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason='needs a CPU machine')
-def test_amp_without_gpu_is_a_clear_error():
-    cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
-    with pytest.raises(RuntimeError, match='--amp needs a CUDA GPU'):
-        enable_amp(cfg)
 
 
 def test_stage_derivation_from_iteration():

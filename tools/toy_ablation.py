@@ -112,9 +112,12 @@ ST_VARIANTS = {
 }
 
 
-def train(cfg, work_dir, seed, resume=False):
+def train(cfg, work_dir, seed, resume=False, extra_args=()):
+    """tools/train.py ``cfg`` with ``randomness.seed=seed`` (and
+    ``extra_args``, e.g. ``['--amp-dtype', 'bfloat16']``); seconds taken."""
     cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg,
-           '--work-dir', work_dir, '--cfg-options', f'randomness.seed={seed}']
+           '--work-dir', work_dir, *extra_args,
+           '--cfg-options', f'randomness.seed={seed}']
     if resume:
         cmd.insert(-2, '--resume')
     t0 = time.time()

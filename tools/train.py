@@ -1,9 +1,11 @@
 # Copyright (c) OpenMMLab. All rights reserved. Adapted for mmseg-sign.
 """Train a segmentor; mmseg 1.2.2's ``tools/train.py`` plus two changes:
 
-* ``--amp`` also works with a dict of optimizers (every wrapper of an
-  ``OptimWrapperDict`` becomes an ``AmpOptimWrapper``), and fails with a
-  clear message on a machine without a GPU;
+* ``--amp`` also works with a dict of optimizers and on a CPU (every
+  wrapper becomes a ``MixedPrecisionOptimWrapper``: ``torch.autocast`` on
+  the training device), and ``--amp-dtype float16|bfloat16`` picks the
+  dtype (default float16 on a GPU, bfloat16 on a CPU), checked before the
+  run is built;
 * ``mmseg_sign`` is imported so that its registries and the checkpoint
   loading fix (torch >= 2.6) are in place even without ``custom_imports``;
 * the work dir is locked by the run that owns it (a second run in it
@@ -40,7 +42,13 @@ def parse_args():
         '--amp',
         action='store_true',
         default=False,
-        help='enable automatic-mixed-precision training (needs a GPU)')
+        help='enable automatic-mixed-precision training (GPU or CPU)')
+    parser.add_argument(
+        '--amp-dtype',
+        choices=['float16', 'bfloat16'],
+        default=None,
+        help='autocast dtype of --amp (implies --amp); default float16 on a '
+        'GPU, bfloat16 on a CPU')
     parser.add_argument(
         '--cfg-options',
         nargs='+',
@@ -92,8 +100,12 @@ def main():
     use_gloo_without_cuda(cfg)
 
     # enable automatic-mixed-precision training
-    if args.amp is True:
-        if not enable_amp(cfg):
+    if args.amp or args.amp_dtype:
+        try:
+            changed = enable_amp(cfg, args.amp_dtype)
+        except (ValueError, RuntimeError) as err:
+            raise SystemExit(f'tools/train.py: error: {err}') from None
+        if not changed:
             print_log(
                 'AMP training is already enabled in your config.',
                 logger='current',

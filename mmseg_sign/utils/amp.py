@@ -1,36 +1,48 @@
-"""``--amp`` for one optimizer wrapper or a dict of them."""
+"""``--amp`` for one optimizer wrapper or a dict of them, on any device."""
+from typing import Optional
+
 import torch
 from mmengine.config import Config
+
+AMP_WRAPPER = 'MixedPrecisionOptimWrapper'
 
 
 def _is_single_wrapper(cfg: dict) -> bool:
     return 'optimizer' in cfg or 'type' in cfg
 
 
-def enable_amp(cfg: Config) -> bool:
-    """``--amp``: check for a GPU, then :func:`convert_to_amp`.
+def training_device() -> str:
+    """The device the Runner trains on: ``cuda`` when torch sees a GPU,
+    else ``cpu``."""
+    return 'cuda' if torch.cuda.is_available() else 'cpu'
+
+
+def enable_amp(cfg: Config, dtype: Optional[str] = None,
+               device: Optional[str] = None) -> bool:
+    """``--amp [--amp-dtype DTYPE]``: check ``dtype`` on the training device
+    before anything is built (bfloat16 on hardware without it is an error,
+    float16 on a CPU a warning; default: float16 on a GPU, bfloat16 on a
+    CPU), then :func:`convert_to_amp`.
 
     Raises:
-        RuntimeError: no CUDA device is available (mmengine's AMP wrapper
-            needs one).
+        ValueError, RuntimeError: from ``check_amp_dtype``.
     """
-    if not torch.cuda.is_available():
-        raise RuntimeError(
-            '--amp needs a CUDA GPU, but torch.cuda.is_available() is False '
-            f'(torch {torch.__version__}). Drop --amp to train in fp32 on '
-            'the CPU, or install a CUDA build of torch and mmcv (README, '
-            '"GPU users").')
-    return convert_to_amp(cfg)
+    from mmseg_sign.engine.optim_wrappers import check_amp_dtype
+    dtype = check_amp_dtype(device or training_device(), dtype)
+    return convert_to_amp(cfg, dtype)
 
 
-def convert_to_amp(cfg: Config) -> bool:
-    """Turn every optimizer wrapper of ``cfg.optim_wrapper`` into an
-    ``AmpOptimWrapper`` with a dynamic loss scale.
+def convert_to_amp(cfg: Config, dtype: Optional[str] = None) -> bool:
+    """Turn every optimizer wrapper of ``cfg.optim_wrapper`` into a
+    ``MixedPrecisionOptimWrapper`` (autocast to ``dtype``; float16 with a
+    dynamic loss scale per wrapper).
 
     ``cfg.optim_wrapper`` is either one wrapper config (``type`` /
     ``optimizer`` keys) or a dict of them built by a multi-optimizer
-    ``constructor`` (an ``OptimWrapperDict``). Returns whether anything
-    changed (False when every wrapper already uses AMP).
+    ``constructor`` (an ``OptimWrapperDict``). A wrapper that already is an
+    ``AmpOptimWrapper`` / ``MixedPrecisionOptimWrapper`` keeps its settings
+    (``dtype`` given here overrides its dtype). Returns whether anything
+    changed.
 
     Raises:
         ValueError: a wrapper type that AMP cannot replace.
@@ -50,13 +62,20 @@ def convert_to_amp(cfg: Config) -> bool:
     changed = False
     for name, wrapper in wrappers.items():
         wrapper_type = wrapper.get('type', 'OptimWrapper')
-        if wrapper_type == 'AmpOptimWrapper':
+        if wrapper_type in ('AmpOptimWrapper', AMP_WRAPPER):
+            if wrapper_type != AMP_WRAPPER:
+                wrapper['type'] = AMP_WRAPPER  # runs on a CPU too
+            if dtype is not None and wrapper.get('dtype') != dtype:
+                wrapper['dtype'] = dtype
+                changed = True
             continue
         if wrapper_type != 'OptimWrapper':
             raise ValueError(
                 f'--amp can only replace `OptimWrapper`, but {name} uses '
-                f'{wrapper_type}; set its type to AmpOptimWrapper yourself.')
-        wrapper['type'] = 'AmpOptimWrapper'
+                f'{wrapper_type}; set its type to {AMP_WRAPPER} yourself.')
+        wrapper['type'] = AMP_WRAPPER
         wrapper['loss_scale'] = 'dynamic'
+        if dtype is not None:
+            wrapper['dtype'] = dtype
         changed = True
     return changed

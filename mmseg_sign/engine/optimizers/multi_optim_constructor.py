@@ -18,14 +18,17 @@ Config::
 Each entry's ``paramwise_cfg`` is mmengine's (``custom_keys`` matched
 against full parameter names such as ``neck.input_proj.0.conv.bias``,
 ``bias_lr_mult``, ``norm_decay_mult``, ...). Every optimizer is built up
-front, so ``--resume`` restores all of them.
+front, so ``--resume`` restores all of them. An entry of
+``type='AmpOptimWrapper'`` is built as ``MixedPrecisionOptimWrapper`` (the
+same arguments, on a CPU as well as a GPU).
 """
 import copy
 from typing import Optional
 
 import torch.nn as nn
 from mmengine.model import is_model_wrapper
-from mmengine.optim import DefaultOptimWrapperConstructor, OptimWrapperDict
+from mmengine.optim import (AmpOptimWrapper, DefaultOptimWrapperConstructor,
+                            OptimWrapperDict)
 
 from mmseg.registry import (OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS,
                             OPTIMIZERS)
@@ -95,6 +98,9 @@ class ModuleGroupOptimWrapperConstructor:
                                  f'{modules} have no trainable parameters.')
             optimizer = OPTIMIZERS.build(dict(optimizer_cfg, params=groups))
             cfg.setdefault('type', 'OptimWrapper')
+            if cfg['type'] in ('AmpOptimWrapper', AmpOptimWrapper):
+                # mmengine's asserts a GPU; this subclass runs anywhere
+                cfg['type'] = 'MixedPrecisionOptimWrapper'
             wrappers[name] = OPTIM_WRAPPERS.build(
                 dict(cfg, optimizer=optimizer))
         return OptimWrapperDict(**wrappers)

@@ -9,6 +9,7 @@ from torch import Tensor
 
 from mmseg.models.utils import resize
 from mmseg.utils import SampleList
+from ..losses import float32_op
 from ..utils import pseudo_label_image
 
 
@@ -43,6 +44,10 @@ class SelfTrainingMixin:
             out.append(sample)
         return out
 
+    # float32: a half-precision softmax quantises confidences near 1 in steps
+    # of 2^-8 (bfloat16), which AST's exp((p - p_max) / T) at T = 0.2 turns
+    # into 2 % weight steps, and float16 flushes small ones to 0
+    @float32_op
     def pseudo_labels(self, teacher_logits: Tensor,
                       data_samples: SampleList, mode: str,
                       temperature: float, top_p: float, top_k: int = 1,

@@ -5,11 +5,12 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from ..losses import gaussian_mmd
+from ..losses import float32_op, gaussian_mmd
 
 MMD_ESTIMATORS = ('squared', 'released')
 
 
+@float32_op  # as gaussian_mmd; sqrt of a tiny MMD² too
 def class_mmd_loss(real: Tensor, fake: Tensor, labels: Tensor,
                    kernel_variances: Sequence[float],
                    estimator: str = 'squared') -> Tensor:

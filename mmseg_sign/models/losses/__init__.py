@@ -1,7 +1,8 @@
 from .sign_losses import (adversarial_loss, annealed_weights, gaussian_mmd,
                           kl_divergence, masked_mean)
+from .precision import float32_op
 
 __all__ = [
     'gaussian_mmd', 'kl_divergence', 'masked_mean', 'adversarial_loss',
-    'annealed_weights'
+    'annealed_weights', 'float32_op'
 ]

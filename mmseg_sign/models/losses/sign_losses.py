@@ -5,7 +5,13 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+from .precision import float32_op
 
+
+# float32: MMD² is a small difference of kernel means that half precision
+# rounds away, and exp(-d²/2s²) underflows float16 (autocast's own lists
+# differ: exp runs in float32 on CUDA, in the input's dtype on a CPU)
+@float32_op
 def gaussian_mmd(x: torch.Tensor, y: torch.Tensor,
                  sigmas: Sequence[float] = (1.0, )) -> torch.Tensor:
     """Biased MMD² between samples ``x [N, D]`` and ``y [M, D]`` (eq. 5).
@@ -24,6 +30,10 @@ def gaussian_mmd(x: torch.Tensor, y: torch.Tensor,
             2 * kernel[:n, n:].mean())
 
 
+# float32: with logvar ≈ 0 the terms of 1 + logvar - mu² - exp(logvar)
+# cancel (bfloat16 rounds 1 + logvar to 1 below |logvar| = 2^-8), and
+# exp(logvar) overflows float16 above logvar ≈ 11
+@float32_op
 def kl_divergence(mu: torch.Tensor, logvar: torch.Tensor,
                   mask: torch.Tensor) -> torch.Tensor:
     """``KL(N(mu, σ²) ‖ N(0, I))`` (eq. 2) per latent dimension: averaged
@@ -52,6 +62,9 @@ def adversarial_loss(logits: torch.Tensor, real: bool) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(logits, target)
 
 
+# float32: exp((p - p_max) / T) reaches exp(-1 / T), 2e-9 at T = 0.05,
+# below float16's smallest number (6e-8)
+@float32_op
 def annealed_weights(confidence: torch.Tensor,
                      temperature: float) -> torch.Tensor:
     """AST weights of one image's pseudo-labelled pixels (eq. 16).

@@ -459,7 +459,7 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         if opts['mode'] == 'classifier':
             (transfer_ow, ) = self._require(optim_wrapper, 'transfer')
             self.neck.eval()
-            with torch.no_grad():
+            with torch.no_grad(), transfer_ow.optim_context(self):
                 feats = self.extract_feat(inputs)
             losses = self._losses_for(
                 transfer_ow, head.loss_transfer, feats, data_samples,
@@ -468,7 +468,8 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         transfer_ow, gen_ow = self._require(optim_wrapper, 'transfer',
                                             'transfer_generator')
         if (self.stage_iter // opts['block_iters']) % 2 == 0:
-            with torch.no_grad():  # the SIM stays in train mode: samples z
+            # the SIM stays in train mode: samples z (autocast as C's update)
+            with torch.no_grad(), transfer_ow.optim_context(self):
                 feats = self.extract_feat(inputs)
             return self._adversarial_step(
                 feats, data_samples, gen_ow, transfer_ow, 'loss_ce',
@@ -499,7 +500,10 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                                'set_stage("self_train") first.')
         cfg = self.stage_cfg
         head = self.decode_head
-        with torch.no_grad():
+        (st_ow, ) = self._require(optim_wrapper, 'self_train')
+        # the teacher in the student's precision; its softmax and the
+        # pseudo-label weights in float32 (pseudo_labels)
+        with torch.no_grad(), st_ow.optim_context(self):
             t_logits = self.teacher.decode_head(
                 self.teacher.extract_inference_feat(inputs))
             t_logits = F.interpolate(
@@ -523,7 +527,6 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                         pixels, inputs, cfg['synth_weight'])))
                 log_vars.update(self._update(dis_ow, losses))
         else:
-            (st_ow, ) = self._require(optim_wrapper, 'self_train')
             losses = self._losses_for(st_ow, lambda: head.loss_self_train(
                 self.extract_feat(inputs), targets, weights,
                 cfg['synth_weight']))

@@ -1,0 +1,112 @@
+"""``tools/train.py --amp`` on a CPU through every SIGN stage: the shipped
+toy config shrunk by the plan of test_tools_e2e (4 + 3 + 3 iterations),
+real dataloader workers; bfloat16 (the CPU default) and float16 (loss
+scaling, saved per wrapper and restored by --resume)."""
+import os.path as osp
+import re
+import shutil
+
+import pytest
+import torch
+
+from e2e_utils import load_state, run_tool, write_config
+from mmseg_sign.engine.optim_wrappers.mixed_precision import \
+    cpu_supports_bf16
+from test_tools_e2e import REAL_LOADERS, SIGN_SHORT
+
+WRAPPERS = {'segmentor', 'generator', 'discriminator', 'transfer',
+            'transfer_generator', 'self_train', 'self_train_generator',
+            'self_train_discriminator'}
+
+
+@pytest.fixture(scope='module')
+def workspace(tmp_path_factory, toy_root):
+    ws = tmp_path_factory.mktemp('ws_amp')
+    shutil.copytree(toy_root, ws / 'data' / 'toy')
+    write_config(ws / 'sign.py', 'configs/sign/sign_toy.py',
+                 SIGN_SHORT + REAL_LOADERS)
+    return ws
+
+
+def logged(out, key):
+    return [float(v) for v in re.findall(rf'\b{key}: ([-0-9.e+naninf]+)',
+                                         out)]
+
+
+def check_all_stages(out):
+    for stage in ("'train' (1/3)", "'transfer' (2/3)", "'self_train' (3/3)"):
+        assert f'SIGN stage {stage}' in out
+    assert len(logged(out, 'hIoU')) == 3  # validation after each stage
+    for key in ('loss_ce', 'loss_mmd', 'loss_adv_g', 'loss_adv_d'):
+        values = logged(out, key)
+        assert values and all(torch.isfinite(torch.tensor(values)))
+    kld = logged(out, 'loss_kld')  # train and self-training iterations
+    assert len(kld) == 7 and all(v > 0 for v in kld), kld
+
+
+def test_amp_runs_every_stage_in_bfloat16(workspace):
+    wd = str(workspace / 'wd_bf16')
+    out = run_tool(['train.py', str(workspace / 'sign.py'), '--work-dir', wd,
+                    '--amp'], workspace)
+    assert 'Mixed precision: bfloat16 autocast on cpu, no loss scaling.' \
+        in out
+    # this CPU's own bfloat16 support decides the warning
+    assert ('has no bfloat16 kernels' in out) == (not cpu_supports_bf16())
+    check_all_stages(out)
+    ckpt = torch.load(osp.join(wd, 'iter_10.pth'), map_location='cpu')
+    assert set(ckpt['optimizer']) == WRAPPERS
+    assert not any('loss_scaler' in s for s in ckpt['optimizer'].values())
+
+
+@pytest.fixture(scope='module')
+def fp16_run(workspace):
+    wd = str(workspace / 'wd_fp16')
+    out = run_tool(['train.py', str(workspace / 'sign.py'), '--work-dir', wd,
+                    '--amp-dtype', 'float16'], workspace)
+    return wd, out
+
+
+def test_amp_float16_on_a_cpu_warns_and_scales_per_wrapper(fp16_run):
+    wd, out = fp16_run
+    assert 'float16 autocast on a CPU is slow' in out
+    assert 'float16 autocast on cpu, a dynamic loss scale per optimizer ' \
+        'wrapper' in out
+    check_all_stages(out)
+    optim = torch.load(osp.join(wd, 'iter_10.pth'),
+                       map_location='cpu')['optimizer']
+    assert set(optim) == WRAPPERS
+    scales = {n: s['loss_scaler']['scale'] for n, s in optim.items()}
+    # a scale halves per skipped step; no wrapper skipped every step
+    assert all(2.0**6 <= v <= 2.0**16 for v in scales.values()), scales
+
+
+def test_amp_float16_resume_restores_every_scaler(workspace, fp16_run):
+    """Killed after iteration 5 (transfer), resumed: the same weights and
+    loss scales as the uninterrupted run."""
+    wd, _ = fp16_run
+    wd2 = workspace / 'wd_fp16_resumed'
+    wd2.mkdir()
+    ckpt = wd2 / 'iter_5.pth'
+    shutil.copy(osp.join(wd, 'iter_5.pth'), ckpt)
+    (wd2 / 'last_checkpoint').write_text(str(ckpt))
+    out = run_tool(['train.py', str(workspace / 'sign.py'), '--work-dir',
+                    str(wd2), '--resume', '--amp-dtype', 'float16'],
+                   workspace)
+    assert 'resumed at 6' in out
+    want = load_state(osp.join(wd, 'iter_10.pth'))
+    got = load_state(str(wd2 / 'iter_10.pth'))
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
+                                   msg=key)
+    want, got = (torch.load(p, map_location='cpu')['optimizer'] for p in (
+        osp.join(wd, 'iter_10.pth'), str(wd2 / 'iter_10.pth')))
+    for name in WRAPPERS:
+        assert got[name]['loss_scaler'] == want[name]['loss_scaler'], name
+
+
+def test_amp_dtype_is_checked_before_the_run(workspace):
+    with pytest.raises(AssertionError, match='invalid choice'):
+        run_tool(['train.py', str(workspace / 'sign.py'), '--work-dir',
+                  str(workspace / 'wd_bad'), '--amp-dtype', 'float64'],
+                 workspace)
+    assert not osp.exists(str(workspace / 'wd_bad' / 'iter_1.pth'))
