@@ -11,6 +11,10 @@ Measures, in one process, with warm-up and the median over repeats:
 * peak memory of each measurement (CUDA: peak allocated; CPU: peak
   resident set size, sampled while it runs);
 
+in fp32, or with ``--amp [--amp-dtype float16|bfloat16]`` in mixed
+precision as ``tools/train.py --amp`` trains (MixedPrecisionOptimWrapper;
+inference under the same autocast),
+
 for SIGN and for its baseline, the same backbone and ASPP projection with
 the classifier C on top and no SIM / G / D (``EncoderDecoder`` +
 ``DeepLabV2ASPP`` neck + ``FCNHead`` with no convs), and prints the table
@@ -32,6 +36,7 @@ from mmengine.logging import MMLogger
 from mmengine.structures import PixelData
 
 import mmseg_sign  # noqa: F401
+from mmseg_sign.engine.optim_wrappers import check_amp_dtype
 from mmseg_sign.models.segmentors.stages import stage_options
 from mmseg.registry import (MODELS, OPTIM_WRAPPER_CONSTRUCTORS,
                             OPTIM_WRAPPERS)
@@ -151,13 +156,13 @@ def build(cfg, device):
     return model
 
 
-def optim_wrappers(cfg, model, amp):
+def optim_wrappers(cfg, model, amp_dtype):
     optim_cfg = copy.deepcopy(dict(cfg.optim_wrapper))
     constructor = optim_cfg.pop('constructor')
     for sub in optim_cfg.values():
         sub.pop('clip_grad', None)
-        if amp:
-            sub.update(type='AmpOptimWrapper', loss_scale='dynamic')
+        if amp_dtype:
+            sub.update(type='MixedPrecisionOptimWrapper', dtype=amp_dtype)
     logger = MMLogger.get_current_instance()
     level = logger.level
     logger.setLevel(logging.WARNING)  # no per-parameter paramwise report
@@ -172,7 +177,10 @@ def main():
     parser.add_argument('config')
     parser.add_argument('--device', choices=['cpu', 'cuda'], default='cpu')
     parser.add_argument('--amp', action='store_true',
-                        help='autocast (fp16) and AmpOptimWrapper; CUDA only')
+                        help='mixed precision (MixedPrecisionOptimWrapper, '
+                        'autocast): float16 on CUDA, bfloat16 on a CPU')
+    parser.add_argument('--amp-dtype', choices=['float16', 'bfloat16'],
+                        help='the autocast dtype (implies --amp)')
     parser.add_argument('--batch-size', type=int, default=2)
     parser.add_argument('--crop', type=int, nargs=2, default=[512, 512])
     parser.add_argument('--sizes', nargs='+',
@@ -186,8 +194,6 @@ def main():
                         help='print torch.profiler\'s top operators of a '
                         'SIGN train iteration')
     args = parser.parse_args()
-    if args.amp and args.device != 'cuda':
-        parser.error('--amp needs --device cuda')
     if args.device == 'cuda' and not torch.cuda.is_available():
         parser.error('--device cuda, but torch.cuda.is_available() is False')
     if args.threads:
@@ -208,7 +214,10 @@ def main():
                                                  4), head['num_classes']))
     sign_cfg.data_preprocessor['size'] = tuple(args.crop)
     base_cfg = baseline_model_cfg(sign_cfg)
-    device, amp = args.device, args.amp
+    device = args.device
+    amp_dtype = check_amp_dtype(device, args.amp_dtype) \
+        if args.amp or args.amp_dtype else None
+    amp = amp_dtype or False
     print(f'torch {torch.__version__}, device {device}'
           + (f' ({torch.cuda.get_device_name()})' if device == 'cuda' else
              f', {torch.get_num_threads()} threads')
@@ -218,10 +227,10 @@ def main():
     sign = build(sign_cfg, device)
     sign.decode_head.set_class_split(unseen)
     baseline = build(base_cfg, device)
-    sign_ow = optim_wrappers(cfg, sign, amp)
+    sign_ow = optim_wrappers(cfg, sign, amp_dtype)
     base_ow = OPTIM_WRAPPERS.build(
-        dict(type='AmpOptimWrapper', loss_scale='dynamic') if amp else
-        dict(type='OptimWrapper'),
+        dict(type='MixedPrecisionOptimWrapper', dtype=amp_dtype) if amp
+        else dict(type='OptimWrapper'),
         default_args=dict(optimizer=torch.optim.SGD(
             baseline.parameters(), lr=1e-4, momentum=0.9)))
     batch = random_batch(args.batch_size, args.crop,
@@ -293,8 +302,9 @@ def main():
 
             def run(model=model):
                 with torch.no_grad(), torch.autocast(
-                        device_type=device, dtype=torch.float16,
-                        enabled=amp):
+                        device_type=device, dtype=getattr(
+                            torch, amp_dtype or 'float16'),
+                        enabled=bool(amp)):
                     model.encode_decode(x, metas)
 
             result[name] = timed(run, device, args.warmup, args.repeats)

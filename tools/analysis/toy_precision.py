@@ -24,27 +24,43 @@ import numpy as np
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, osp.join(REPO, 'tools'))
-from toy_ablation import (FULL, KEYS, SELF_TRAIN, TRAIN, TRANSFER,  # noqa
-                          fmt, kld_curve, train, val_metrics, write_config)
+from toy_ablation import (KEYS, SELF_TRAIN, TRAIN, TRANSFER,  # noqa
+                          TRANSFER_STAGE, fmt, kld_curve, stage_body, train,
+                          val_metrics, write_config)
 
 PRECISIONS = ('float32', 'bfloat16', 'float16')
 
 
-def run_one(wd, precision, data_seed, seed):
+def plan_body(plan):
+    """toy_ablation's full plan (train, transfer, AST) with the stage
+    lengths ``plan``."""
+    train_iters, transfer_iters, st_iters = plan
+    return stage_body([
+        dict(name='train', iters=train_iters),
+        dict(TRANSFER_STAGE, iters=transfer_iters,
+             block_iters=min(TRANSFER_STAGE['block_iters'],
+                             max(1, transfer_iters // 2))),
+        dict(name='self_train', iters=st_iters, mode='AST', temperature=0.2,
+             candidates='predicted_unseen')
+    ])
+
+
+def run_one(wd, precision, data_seed, seed, plan=(TRAIN, TRANSFER,
+                                                   SELF_TRAIN)):
     data_root = osp.join(wd, f'data{data_seed}')
     if not osp.exists(osp.join(data_root, 'class_embeddings.npz')):
         sys.path.insert(0, REPO)
         from mmseg_sign.datasets.toy_data import make_toy_dataset
         make_toy_dataset(data_root, val_size=(96, 96), seed=data_seed)
     cfg = osp.join(wd, f'ast_data{data_seed}.py')
-    write_config(cfg, data_root, FULL)
+    write_config(cfg, data_root, plan_body(plan))
     run = osp.join(wd, f'{precision}_data{data_seed}_seed{seed}')
     extra = [] if precision == 'float32' else ['--amp-dtype', precision]
     seconds = train(cfg, run, seed, extra_args=extra)
     m = val_metrics(run)
     kld = kld_curve(run)
-    return dict(seconds=seconds, transfer=m[TRAIN + TRANSFER],
-                ast=m[TRAIN + TRANSFER + SELF_TRAIN],
+    return dict(seconds=seconds, transfer=m[plan[0] + plan[1]],
+                ast=m[sum(plan)],
                 final_loss_kld=kld[max(kld)] if kld else None)
 
 
@@ -81,6 +97,10 @@ def main():
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--data-seeds', type=int, nargs='+', default=[0, 1])
     parser.add_argument('--work-dir', default='work_dirs/toy_precision')
+    parser.add_argument('--plan', type=int, nargs=3,
+                        default=[TRAIN, TRANSFER, SELF_TRAIN],
+                        metavar=('TRAIN', 'TRANSFER', 'SELF_TRAIN'),
+                        help='stage lengths (a rehearsal: 2 2 2)')
     args = parser.parse_args()
     wd = osp.abspath(args.work_dir)
     os.makedirs(wd, exist_ok=True)
@@ -95,7 +115,8 @@ def main():
                 key = f'{precision}/{data_seed}/{seed}'
                 if key in results:
                     continue
-                results[key] = run_one(wd, precision, data_seed, seed)
+                results[key] = run_one(wd, precision, data_seed, seed,
+                                       tuple(args.plan))
                 with open(path, 'w') as f:
                     json.dump(results, f, indent=1)
                 print(key, json.dumps(results[key]['ast']), flush=True)
