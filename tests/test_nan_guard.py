@@ -15,9 +15,10 @@ import pytest
 import torch
 from mmengine.config import Config
 from mmengine.logging import MessageHub
-from mmengine.optim import AmpOptimWrapper, OptimWrapper
+from mmengine.optim import OptimWrapper
 
 from e2e_utils import REPO, write_config
+from mmseg_sign.engine.optim_wrappers import MixedPrecisionOptimWrapper
 
 # the toy SIGN config, shrunk: 3 train + 1 transfer iterations, a
 # checkpoint after every iteration
@@ -173,14 +174,11 @@ def test_infinite_gradient_plain_wrapper_is_an_error(model):
 
 
 def amp_wrapper(monkeypatch, params):
-    """mmengine's AmpOptimWrapper with torch's CPU GradScaler (mmengine
-    asserts a GPU at construction only)."""
-    import mmengine.optim.optimizer.amp_optimizer_wrapper as amp
-    monkeypatch.setattr(amp, 'is_cuda_available', lambda: True)
-    wrapper = AmpOptimWrapper(optimizer=torch.optim.SGD(params, lr=0.1),
-                              loss_scale='dynamic')
-    wrapper.loss_scaler = torch.amp.GradScaler('cpu', init_scale=2.0**16)
-    return wrapper
+    """The project's float16 MixedPrecisionOptimWrapper (torch's CPU
+    GradScaler, initial scale 2^16)."""
+    return MixedPrecisionOptimWrapper(
+        optimizer=torch.optim.SGD(params, lr=0.1), dtype='float16',
+        loss_scale=dict(init_scale=2.0**16))
 
 
 def test_infinite_gradient_under_amp_is_left_to_the_loss_scaler(

@@ -86,6 +86,18 @@ def main():
     except ValueError as err:
         raise SystemExit(f'tools/train.py: error: {err}') from None
 
+    # enable automatic-mixed-precision training
+    if args.amp or args.amp_dtype:
+        try:
+            changed = enable_amp(cfg, args.amp_dtype)
+        except (ValueError, RuntimeError) as err:
+            raise SystemExit(f'tools/train.py: error: {err}') from None
+        if not changed:
+            print_log(
+                'AMP training is already enabled in your config.',
+                logger='current',
+                level=logging.WARNING)
+
     # work_dir is determined in this priority: CLI > segment in file > filename
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir
@@ -98,18 +110,6 @@ def main():
         raise SystemExit(f'tools/train.py: error: {err}') from None
 
     use_gloo_without_cuda(cfg)
-
-    # enable automatic-mixed-precision training
-    if args.amp or args.amp_dtype:
-        try:
-            changed = enable_amp(cfg, args.amp_dtype)
-        except (ValueError, RuntimeError) as err:
-            raise SystemExit(f'tools/train.py: error: {err}') from None
-        if not changed:
-            print_log(
-                'AMP training is already enabled in your config.',
-                logger='current',
-                level=logging.WARNING)
 
     # resume training
     cfg.resume = args.resume

@@ -89,11 +89,13 @@ def check_amp_dtype(device_type: str, dtype: Union[str, torch.dtype, None]
                 'in fp32 here.', logger='current', level=logging.WARNING)
     elif device_type == 'cpu' and ('cpu', name) not in _WARNED:
         _WARNED.add(('cpu', name))
+        fast = ('--amp-dtype bfloat16 (the CPU default) is the fast choice '
+                'on this CPU' if cpu_supports_bf16() else 'this CPU has no '
+                'bfloat16 kernels either: drop --amp to train in fp32')
         print_log(
-            'float16 autocast on a CPU is slow (CPU float16 kernels are '
-            'reference code: about 12x an fp32 iteration on the toy); it '
-            'runs, but --amp-dtype bfloat16 (the CPU default) is the fast '
-            'choice.', logger='current', level=logging.WARNING)
+            'float16 autocast on a CPU is slow (its CPU kernels are reference '
+            f'code, many times slower than fp32); it runs, but {fast}.',
+            logger='current', level=logging.WARNING)
     return name
 
 

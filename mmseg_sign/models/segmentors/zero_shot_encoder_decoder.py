@@ -56,9 +56,10 @@ NAN_HINT = (
     'Usual causes: a learning rate too high for the optimizer that steps '
     'these losses (optim_wrapper.<name>.optimizer.lr); a class-embedding '
     'table with a large scale (rows should be L2-normalised, as '
-    'tools/build_class_embeddings.py writes them); with AmpOptimWrapper, '
-    'float16 overflow in the forward pass (the loss scale only guards the '
-    'gradients; try dtype=\'bfloat16\').')
+    'tools/build_class_embeddings.py writes them); in mixed precision '
+    '(--amp, AmpOptimWrapper / MixedPrecisionOptimWrapper), float16 '
+    'overflow in the forward pass (the loss scale only guards the '
+    'gradients; try --amp-dtype bfloat16).')
 
 
 def _l1_norms(tensors: list) -> list:
