@@ -6,6 +6,7 @@ hand-written average after backward (the path before issue 17)."""
 import os
 import socket
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -86,11 +87,13 @@ def test_two_process_gradients_are_averaged():
             f'rank {rank}: DDP and the hand-written average differ'
 
 
-def sign_worker(rank, world_size, port, emb_path, queue):
+def sign_worker(rank, world_size, port, emb_path, queue, amp_dtype=None):
     """Every SIGN stage (train; transfer, both modes and both blocks;
     self-training, both updates) on two ranks with different data: the
     DDP path (ZeroShotDataParallel) and the hand-written average after
-    backward (the same model stepped outside it) step bit-equal weights."""
+    backward (the same model stepped outside it) step bit-equal weights;
+    also in mixed precision (``amp_dtype``: every wrapper autocasts, and in
+    float16 scales its loss, skipping the same steps on both ranks)."""
     os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
     dist.init_process_group('gloo', rank=rank, world_size=world_size)
     try:
@@ -119,7 +122,7 @@ def sign_worker(rank, world_size, port, emb_path, queue):
                 models.append((path, wrapped))
                 wrappers.append(optim_wrappers(
                     model, 'train' if classifier == 'linear' else
-                    'classifier'))
+                    'classifier', amp_dtype=amp_dtype))
             step = 0
             for stage, opts, iters in plan:
                 if classifier != 'linear' and stage == 'self_train' and \
@@ -165,11 +168,13 @@ def sign_worker(rank, world_size, port, emb_path, queue):
         dist.destroy_process_group()
 
 
-def test_two_process_sign_stages_ddp_equals_hand_average(embedding_table):
+@pytest.mark.parametrize('amp_dtype', [None, 'float16'])
+def test_two_process_sign_stages_ddp_equals_hand_average(embedding_table,
+                                                         amp_dtype):
     ctx = mp.get_context('spawn')
     queue = ctx.Queue()
-    mp.spawn(sign_worker, args=(2, free_port(), embedding_table[0], queue),
-             nprocs=2, join=True)
+    mp.spawn(sign_worker, args=(2, free_port(), embedding_table[0], queue,
+                                amp_dtype), nprocs=2, join=True)
     for rank, out in sorted(queue.get() for _ in range(2)):
         steps = [o for o in out if o[1] != 'attached']
         assert len(steps) == 2 * 8 - 2

@@ -1,6 +1,6 @@
 """G and D as registered modules of their own (issue 19), checked against
 ``tests/data/sign_head_golden.pth``: weights, SIM outputs, logits, losses and
-gradient digests recorded by the head code from before the split
+gradients recorded by the head code from before the split
 (``tests/data/make_sign_head_golden.py``)."""
 import importlib.util
 import os.path as osp
@@ -44,10 +44,13 @@ def table(golden, tmp_path):
 
 
 def assert_same_numbers(got, want):
+    """Logits, losses and samples bit for bit; gradients (``grad/...``, sums
+    over many pixels) to float32 rounding: their last bits depend on the
+    CPU's vector width (AVX2 and AVX-512 sum in other orders)."""
     assert set(got) == set(want)
     for key, value in want.items():
-        if isinstance(value, str):  # a gradient's digest
-            assert got[key] == value, f'{key} differs'
+        if key.startswith('grad/'):
+            torch.testing.assert_close(got[key], value, msg=key)
         else:
             assert torch.equal(got[key], value), f'{key} differs'
 

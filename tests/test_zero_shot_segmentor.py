@@ -35,13 +35,14 @@ def tiny_model(emb_path, classifier='linear'):
             test_cfg=ConfigDict(mode='whole')))
 
 
-def optim_wrappers(model, st_update='train', sgd=False):
+def optim_wrappers(model, st_update='train', sgd=False, amp_dtype=None):
     """The wrappers of the configs: C trains with the segmentor in the
     'linear' layout, with D (shared trunk) in the 'shared_trunk' one.
     Self-training has the train stage's three wrappers (``st_update=
     'train'``) or one for E, SIM and C (``'classifier'``). ``sgd``: plain
     SGD everywhere (the wrappers of one stage then step like those of
-    another with the same learning rates)."""
+    another with the same learning rates). ``amp_dtype``: every wrapper a
+    MixedPrecisionOptimWrapper of that dtype."""
     shared = model.decode_head.classifier == 'shared_trunk'
     c = ['decode_head.conv_seg'] + (['decode_head.trunk'] if shared else [])
     d = ['decode_head.discriminator'] + (c if shared else [])
@@ -70,10 +71,12 @@ def optim_wrappers(model, st_update='train', sgd=False):
                      discriminator=dict(optimizer=dict(type='SGD', lr=0.3),
                                         modules=d),
                      **st)))(model)
+    amp = dict(type='MixedPrecisionOptimWrapper', dtype=amp_dtype) \
+        if amp_dtype else {}
     return OPTIM_WRAPPER_CONSTRUCTORS.build(
         dict(
             type='ModuleGroupOptimWrapperConstructor',
-            optim_wrapper_cfg=dict(
+            optim_wrapper_cfg={name: dict(cfg, **amp) for name, cfg in dict(
                 segmentor=dict(
                     optimizer=dict(type='SGD', lr=0.1, momentum=0.9),
                     modules=['backbone', 'neck'] + ([] if shared else c),
@@ -90,7 +93,7 @@ def optim_wrappers(model, st_update='train', sgd=False):
                 transfer_generator=dict(
                     optimizer=dict(type='Adam', lr=1e-2),
                     modules=['decode_head.generator']),
-                **st)))(model)
+                **st).items()}))(model)
 
 
 def batch():

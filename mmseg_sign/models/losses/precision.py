@@ -4,17 +4,20 @@ import functools
 import torch
 
 
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
 def _float32(value):
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
+    if isinstance(value, torch.Tensor) and value.dtype in HALF_DTYPES:
         return value.float()
-    return value
+    return value  # float32 / float64 as they are
 
 
 def float32_op(fn):
-    """Run ``fn`` in float32 whatever autocast is active: its floating-point
-    tensor arguments are cast to float32 and autocast is disabled inside
-    (a no-op on float32 inputs outside autocast, so fp32 training is
-    unchanged bit for bit). For the terms that cancel, underflow or
+    """Run ``fn`` in (at least) float32 whatever autocast is active: its
+    float16 / bfloat16 tensor arguments are cast to float32 and autocast is
+    disabled inside (a no-op on float32 / float64 inputs outside autocast,
+    so fp32 training is unchanged bit for bit). For the terms that cancel, underflow or
     overflow in float16 / bfloat16; each use says why."""
 
     @functools.wraps(fn)
