@@ -40,10 +40,12 @@ def test_stage_derivation_from_iteration():
         dict(name='transfer', iters=2),
         dict(name='self_train', iters=4, mode='AST')
     ])
-    names = [hook.stage_at(i)['name'] for i in range(10)]
+    plan = hook.plan
+    names = [plan[plan.index_at(i)]['name'] for i in range(10)]
     assert names == ['train'] * 3 + ['transfer'] * 2 + ['self_train'] * 5
-    assert [hook.stage_start(i) for i in range(3)] == [0, 3, 5]
-    assert hook.total_iters == 9
+    assert [plan.start(i) for i in range(3)] == [0, 3, 5]
+    assert plan.total_iters == 9
+    assert plan.describe() == 'train 3 + transfer 2 + self_train 4'
 
 
 @pytest.mark.parametrize('stages, message', [
@@ -70,11 +72,11 @@ def test_stage_plan_defaults_are_the_authors_recipe():
     hook = SIGNStageHook([dict(name='train', iters=3),
                           dict(name='transfer', iters=2),
                           dict(name='self_train', iters=2)])
-    assert hook.stages[1] == dict(
+    assert hook.plan[1] == dict(
         name='transfer', iters=2, mode='alternate', block_iters=100,
         real_weight=0.75, fake_weight=0.25, synth_weight=0.125)
-    assert hook.stages[2]['mode'] == 'AST'
-    assert hook.stages[2]['temperature'] == 2.0
+    assert hook.plan[2]['mode'] == 'AST'
+    assert hook.plan[2]['temperature'] == 2.0
 
 
 def test_checkpoint_with_message_hub_loads_weights_only(tmp_path):

@@ -57,7 +57,7 @@ def toy_batch(n=2, size=64, num_classes=10):
 def run_every_stage(cfg, emb_path, size=64, num_classes=10):
     """One step of each stage of the config's plan with its own options
     (both blocks of an alternating transfer), then inference."""
-    from mmseg_sign.models.segmentors.stages import stage_options
+    from mmseg_sign.structures.stage_plan import stage_options
     cfg.model.decode_head.class_embeddings = emb_path
     cfg.model.pretrained = None
     cfg.model.data_preprocessor['size'] = (size, size)
@@ -136,7 +136,7 @@ def test_paper_config_steps_every_stage(dataset, tmp_path):
     ('cocostuff', 59, 0.85, 1.0)])
 def test_paper_configs_hold_the_authors_recipe(dataset, rate, unseen_share,
                                                synth_weight, tmp_path):
-    from mmseg_sign.models.segmentors.stages import stage_options
+    from mmseg_sign.structures.stage_plan import stage_options
     cfg, num_classes = paper_config(dataset, '_ast', tmp_path)
     head = cfg.model.decode_head
     assert head.gen_unseen_rate == rate

@@ -16,7 +16,7 @@ from mmengine.config import Config
 from e2e_utils import REPO, last_metrics
 
 from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
-from mmseg_sign.engine.hooks import SIGNStageHook
+from mmseg_sign.engine.hooks import ClassSplitHook
 from mmseg_sign.engine.hooks.strict_checkpoint_hook import (
     checkpoint_split_mismatch, checkpoint_unseen_classes)
 
@@ -126,26 +126,25 @@ def test_test_tool_refuses_another_split_unless_allowed(ws, one_place_run):
 def fake_runner(body):
     return SimpleNamespace(cfg=Config.fromstring(
         f"_base_ = [{osp.join(REPO, 'configs/_base_/datasets/toy.py')!r}]\n"
-        + body, '.py'), _val_loop=None)
+        + body, '.py'), val_loop=None)
 
 
 TRAIN_META = dict(classes=TOY_CLASSES, unseen_classes=TOY_UNSEEN)
 
 
 def test_hook_checks_test_dataset_and_metric_from_the_config():
-    hook = SIGNStageHook([dict(name='train', iters=1)])
-    hook._check_one_split(fake_runner(''), TRAIN_META)  # defaults agree
+    ClassSplitHook.check_one_split(fake_runner(''), TRAIN_META)  # agree
     with pytest.raises(ValueError, match=r'train_dataloader.dataset .*and '
                        r'test_dataloader.dataset \(unseen \(.kite.'):
-        hook._check_one_split(fake_runner(
+        ClassSplitHook.check_one_split(fake_runner(
             'test_dataloader = dict(dataset=dict(metainfo=dict('
             f'unseen_classes={NEW_UNSEEN!r})))'), TRAIN_META)
     with pytest.raises(ValueError, match=r'and val_evaluator \(unseen '):
-        hook._check_one_split(fake_runner(
+        ClassSplitHook.check_one_split(fake_runner(
             "val_evaluator = dict(type='GZSLIoUMetric', "
             'unseen_classes=[0, 1])'), TRAIN_META)
     # a metric that repeats the same split is fine
-    hook._check_one_split(fake_runner(
+    ClassSplitHook.check_one_split(fake_runner(
         "val_evaluator = dict(type='GZSLIoUMetric', "
         f'unseen_classes={list(TOY_UNSEEN)!r})'), TRAIN_META)
 

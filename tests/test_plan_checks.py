@@ -81,20 +81,20 @@ def test_transfer_needs_unseen_classes(embedding_table):
     from mmengine.config import Config
 
     from mmseg.registry import MODELS
-    from mmseg_sign.engine.hooks import SIGNStageHook
+    from mmseg_sign.engine.hooks import ClassSplitHook, SIGNStageHook
     head = MODELS.build(dict(
         type='SIGNHead', in_channels=8, channels=8, num_classes=5,
         class_embeddings=embedding_table[0], latent_channels=8,
         generator_hidden=(16, ), generator_dropout=0.0, trunk_channels=16))
     assert not head.unseen_mask.any()
-    runner = SimpleNamespace(cfg=Config(), _resume=False)
     hook = SIGNStageHook([dict(name='train', iters=1),
                           dict(name='transfer', iters=1)])
+    runner = SimpleNamespace(cfg=Config(), hooks=[hook])
     with pytest.raises(ValueError, match=r"stages \['transfer'\] learn "
                        'the unseen classes, but the split has none'):
-        hook._check_plan_can_learn(runner, head)
+        ClassSplitHook._check_unseen_for_plan(runner, head)
     head.set_class_split(['c4'])
-    hook._check_plan_can_learn(runner, head)  # passes
+    ClassSplitHook._check_unseen_for_plan(runner, head)  # passes
 
 
 def test_plan_changed_from_the_command_line_is_followed(workspace):
@@ -162,7 +162,7 @@ def test_respanned_scheduler_equals_one_built_with_the_span(kind, kwargs):
     from mmengine.optim import PolyLR  # noqa: F401 (registers)
     from mmengine.registry import PARAM_SCHEDULERS
 
-    from mmseg_sign.engine.hooks.sign_stage_hook import SIGNStageHook
+    from mmseg_sign.engine.schedulers import respan
 
     def build(**span):
         param = torch.nn.Parameter(torch.zeros(1))
@@ -173,7 +173,7 @@ def test_respanned_scheduler_equals_one_built_with_the_span(kind, kwargs):
         return optimizer, scheduler
 
     respanned, reference = build(), build(begin=3, end=7)
-    SIGNStageHook._respan(respanned[1], 3, 7)
+    respan(respanned[1], 3, 7)
     lrs = ([], [])
     for _ in range(9):  # iterations 0-8: before, inside and after the span
         for (optimizer, scheduler), values in zip((respanned, reference),

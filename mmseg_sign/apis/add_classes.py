@@ -44,7 +44,7 @@ from torch import nn
 from mmseg.registry import DATASETS, MODELS
 from ..embeddings import (build_class_embeddings, read_class_embeddings,
                           save_class_embeddings)
-from ..models.segmentors.stages import stage_options
+from ..structures.stage_plan import stage_options
 from .outputs import (AddClassesError, atomic_write, check_out_dir,
                       clear_owned, input_paths)
 

@@ -4,7 +4,8 @@ from .pascal_context import (ZeroShotPascalContext59Dataset,
 from .toy import ZeroShotToyDataset
 from .transforms import CheckSegLabels, MaskUnseenClasses, PaperEvalResize
 from .voc import ZeroShotPascalVOCDataset
-from .zero_shot import ZeroShotSegDataset, resolve_split
+from ..structures.class_split import resolve_split
+from .zero_shot import ZeroShotSegDataset
 from .zero_shot_wrapper import (ZeroShotDataset, ZeroShotMixin,
                                 dataset_metainfo_from_cfg, zero_shot_class,
                                 zero_shot_metainfo_from_cfg)

@@ -18,7 +18,7 @@ from prettytable import PrettyTable
 
 from mmseg.evaluation import IoUMetric
 from mmseg.registry import METRICS
-from ..datasets.zero_shot import resolve_split
+from ..structures.class_split import resolve_split
 
 
 def harmonic_mean(seen: float, unseen: float) -> float:

@@ -1,11 +1,22 @@
-"""The SIGN stages, their options and the optimizer wrappers each needs:
-one home for what ``SIGNStageHook`` checks and ``ZeroShotEncoderDecoder``
-runs."""
+"""The SIGN stage plan: which stage runs at which iteration, each stage's
+options, which optimizer wrappers it steps and which of G and D it runs.
+
+The one home of these facts: ``SIGNStageHook`` (switching stages),
+``ZeroShotEncoderDecoder`` (each stage's update), the resume checks and the
+tools all read them from here. The stages themselves: paper section 3
+(train: eq. 4-7; transfer: eq. 8-9; self-training: section 3.4, eq. 16)
+and docs/reproduction.md.
+"""
 import math
 import numbers
-from typing import Dict, List
+from typing import Dict, Iterator, List, Optional, Sequence
 
-from ..utils.pseudo_labels import AST_CANDIDATES, ST_MODES
+#: self-training pseudo-label modes (section 3.4): AST (eq. 16), ZS3Net's
+#: ST (top p %) and CaGNet's ST (top k)
+ST_MODES = ('AST', 'ST', 'ST_topk')
+#: which ignored pixels AST labels: all of them (the paper), or those whose
+#: teacher arg-max over all classes is an unseen class (ZS3's candidates)
+AST_CANDIDATES = ('ignored', 'predicted_unseen')
 
 #: stage name → its options and their defaults (besides ``name``, ``iters``)
 STAGE_OPTIONS: Dict[str, dict] = dict(
@@ -110,16 +121,119 @@ def stage_options(index: int, stage: dict) -> dict:
     return out
 
 
+#: each stage's optimizer wrappers by the role they play in its update
+#: (``ZeroShotEncoderDecoder``): ``segmentor`` steps E and SIM (and C when
+#: the head's C is not on D's trunk), ``generator`` G, ``discriminator`` D
+#: (and C on the shared trunk), ``classifier`` C (+ D) in the transfer stage
+STAGE_WRAPPERS: Dict[str, Dict[str, str]] = dict(
+    train=dict(segmentor='segmentor', generator='generator',
+               discriminator='discriminator'),
+    transfer=dict(classifier='transfer', generator='transfer_generator'),
+    self_train=dict(segmentor='self_train', generator='self_train_generator',
+                    discriminator='self_train_discriminator'),
+)
+
+
+def stage_optim_wrappers(stage: dict) -> Dict[str, str]:
+    """The optimizer wrappers ``stage`` (filled in by :func:`stage_options`)
+    steps, ``{role: wrapper name}`` in the order it steps them.
+
+    Args:
+        stage (dict): ``name`` and the stage's options.
+
+    Returns:
+        dict[str, str]: e.g. ``{'classifier': 'transfer'}`` for a transfer
+        stage in ``'classifier'`` mode (G is not trained there).
+    """
+    roles = dict(STAGE_WRAPPERS[stage['name']])
+    if stage['name'] == 'transfer' and stage['mode'] != 'alternate':
+        del roles['generator']
+    if stage['name'] == 'self_train' and stage['update'] != 'train':
+        roles = dict(segmentor=roles['segmentor'])
+    return roles
+
+
 def required_optim_wrappers(stage: dict) -> List[str]:
     """Names of the optimizer wrappers that ``stage`` (filled in by
     :func:`stage_options`) steps."""
+    return list(stage_optim_wrappers(stage).values())
+
+
+def gan_parts_used(stage: dict) -> set:
+    """Which of G (``'generator'``) and D (``'discriminator'``) a stage
+    (filled in by :func:`stage_options`) runs: the parts that must hold
+    trained weights when the plan starts with it."""
     name = stage['name']
-    if name == 'train':
-        return ['segmentor', 'generator', 'discriminator']
     if name == 'transfer':
-        return ['transfer'] + (['transfer_generator']
-                               if stage['mode'] == 'alternate' else [])
-    if stage['update'] == 'train':
-        return ['self_train', 'self_train_generator',
-                'self_train_discriminator']
-    return ['self_train']
+        return {'generator'} | ({'discriminator'}
+                                if stage['mode'] == 'alternate' else set())
+    if name == 'self_train':
+        if stage['update'] == 'train':
+            return {'generator', 'discriminator'}
+        return {'generator'} if stage['synth_weight'] else set()
+    return {'generator', 'discriminator'}  # train
+
+
+class StagePlan:
+    """The stages of one run, in order, with their options filled in.
+
+    The stage of an iteration is derived, never stored: a run resumed at
+    any iteration lands in the right stage.
+
+    Args:
+        stages (Sequence[dict]): e.g. ``[dict(name='train', iters=40000),
+            dict(name='transfer', iters=6000)]``; the options of each stage
+            (:data:`STAGE_OPTIONS`) are checked and their defaults filled
+            in.
+    """
+
+    def __init__(self, stages: Sequence[dict]):
+        if not stages:
+            raise ValueError('SIGNStageHook needs at least one stage.')
+        self.stages: List[dict] = [
+            stage_options(i, s) for i, s in enumerate(stages)]
+
+    def __len__(self) -> int:
+        return len(self.stages)
+
+    def __iter__(self) -> Iterator[dict]:
+        return iter(self.stages)
+
+    def __getitem__(self, index: int) -> dict:
+        return self.stages[index]
+
+    @property
+    def total_iters(self) -> int:
+        """The run's length: the sum of the stages' iterations."""
+        return sum(s['iters'] for s in self.stages)
+
+    def index_at(self, iteration: int) -> int:
+        """Index of the stage that runs ``iteration`` (0-based); iterations
+        past the plan stay in the last stage."""
+        end = 0
+        for i, stage in enumerate(self.stages):
+            end += stage['iters']
+            if iteration < end:
+                return i
+        return len(self.stages) - 1
+
+    def start(self, index: int) -> int:
+        """The first iteration (0-based) of stage ``index``."""
+        return sum(s['iters'] for s in self.stages[:index])
+
+    def describe(self) -> str:
+        """The plan in one line, e.g. ``'train 600 + transfer 200'``."""
+        return ' + '.join(f"{s['name']} {s['iters']}" for s in self.stages)
+
+    @staticmethod
+    def from_config(cfg) -> Optional[tuple]:
+        """``(index, plan)`` of the first ``SIGNStageHook`` in
+        ``cfg.custom_hooks`` (a config or a dict), or ``None`` if it has
+        none."""
+        for index, hook in enumerate(cfg.get('custom_hooks') or []):
+            kind = hook.get('type') if hasattr(hook, 'get') else None
+            name = kind if isinstance(kind, str) else \
+                getattr(kind, '__name__', None)
+            if name == 'SIGNStageHook':
+                return index, StagePlan(hook.get('stages') or [])
+        return None

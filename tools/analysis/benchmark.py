@@ -37,7 +37,7 @@ from mmengine.structures import PixelData
 
 import mmseg_sign  # noqa: F401
 from mmseg_sign.engine.optim_wrappers import check_amp_dtype
-from mmseg_sign.models.segmentors.stages import stage_options
+from mmseg_sign.structures.stage_plan import stage_options
 from mmseg.registry import (MODELS, OPTIM_WRAPPER_CONSTRUCTORS,
                             OPTIM_WRAPPERS)
 from mmseg.structures import SegDataSample

@@ -97,7 +97,7 @@ def summarise(counts: Dict[str, int], weights: Dict[str, List[torch.Tensor]]
 
 def self_train_stage(cfg: Config) -> dict:
     """The config's ``self_train`` stage with every option filled in."""
-    from mmseg_sign.models.segmentors.stages import stage_options
+    from mmseg_sign.structures.stage_plan import stage_options
     for hook in cfg.get('custom_hooks', []):
         if hook.get('type') == 'SIGNStageHook':
             for i, stage in enumerate(hook['stages']):

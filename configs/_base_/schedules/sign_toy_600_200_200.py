@@ -104,4 +104,11 @@ default_hooks = dict(
         type='CheckpointHook', by_epoch=False, interval=train_iters,
         save_last=True),
     sampler_seed=dict(type='DistSamplerSeedHook'),
-    visualization=dict(type='SegVisualizationHook', interval=5))
+    visualization=dict(type='SegVisualizationHook', interval=5),
+    # SIGN's companions of SIGNStageHook (mmseg_sign/engine/hooks): one
+    # seen/unseen split for the run, --resume / load_from checks, the
+    # self-training teacher in checkpoints, a dry run of the first sample
+    sign_split=dict(type='ClassSplitHook'),
+    sign_resume=dict(type='ResumeCheckHook'),
+    sign_teacher=dict(type='SelfTrainingTeacherHook'),
+    sign_dry_run=dict(type='DryRunHook'))

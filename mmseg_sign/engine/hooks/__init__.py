@@ -1,3 +1,7 @@
+from .class_split_hook import ClassSplitHook
+from .dry_run import DryRunHook
+from .resume_check_hook import ResumeCheckHook
+from .self_training_teacher_hook import SelfTrainingTeacherHook
 from .sign_stage_hook import SIGNStageHook
 from .strict_checkpoint_hook import (CheckpointMismatchError,
                                      StrictCheckpointHook,
@@ -5,6 +9,7 @@ from .strict_checkpoint_hook import (CheckpointMismatchError,
 from .torch_rng_state_hook import TorchRNGStateHook
 
 __all__ = [
-    'SIGNStageHook', 'StrictCheckpointHook', 'CheckpointMismatchError',
-    'checkpoint_mismatches', 'TorchRNGStateHook'
+    'SIGNStageHook', 'ClassSplitHook', 'ResumeCheckHook',
+    'SelfTrainingTeacherHook', 'DryRunHook', 'StrictCheckpointHook',
+    'CheckpointMismatchError', 'checkpoint_mismatches', 'TorchRNGStateHook'
 ]

@@ -1,6 +1,6 @@
 """A dry run of the first training sample before iteration 1: mistakes in
 the data or the model shape fail in seconds, not after a 40k-iteration
-stage (``SIGNStageHook.before_train`` calls :func:`dry_run_first_sample`).
+stage (:class:`DryRunHook`, registered by the schedule bases).
 Every other label map is checked where it is read (the zero-shot datasets'
 ``CheckedLoadAnnotations``), and each dataset reads its first one when it is
 built, so val / test labels fail before training too.
@@ -10,7 +10,25 @@ import random
 import numpy as np
 import torch
 from mmengine.dataset import pseudo_collate
+from mmengine.hooks import Hook
 from mmengine.logging import print_log
+
+from mmseg.registry import HOOKS
+from .runner_state import unwrap_model
+
+
+@HOOKS.register_module()
+class DryRunHook(Hook):
+    """Before iteration 1, load the first training sample and run the model
+    on it (:func:`dry_run_first_sample`): label / image size mismatches, a
+    wrong ``neck.in_index`` / ``in_channels``, 16-bit label maps and
+    1-based labels without ``reduce_zero_label`` fail at once with the
+    fix. Runs after the class split is set (``ClassSplitHook``)."""
+    priority = 'HIGH'
+
+    def before_train(self, runner) -> None:
+        dry_run_first_sample(unwrap_model(runner),
+                             runner.train_dataloader.dataset)
 
 
 def _rng_states():

@@ -1,13 +1,15 @@
 """StrictCheckpointHook: ``tools/test.py`` refuses a checkpoint that does
 not match the model (missing, unexpected or wrong-size weights, another
 class count) instead of evaluating random weights."""
-import re
 from collections.abc import Mapping
 
 from mmengine.hooks import Hook
 from mmengine.model import BaseTTAModel, is_model_wrapper
 
 from mmseg.registry import HOOKS
+from ...structures.class_split import (checkpoint_unseen_classes,
+                                       resolve_split)
+from ...utils.state_dict import strip_module_prefix
 
 SHOWN_KEYS = 5  # keys named per kind of mismatch
 # weights that a published checkpoint (meta['sign_inference_only'], see
@@ -47,7 +49,7 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None) -> list:
     if not isinstance(state, Mapping):
         return [f"its 'state_dict' is a {type(state).__name__}, not a dict "
                 'of tensors']
-    state = {re.sub(r'^module\.', '', k): v for k, v in state.items()}
+    state = strip_module_prefix(state)
     expected = model.state_dict()
     problems = []
     missing = [k for k in expected
@@ -96,37 +98,6 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None) -> list:
     return problems
 
 
-def checkpoint_unseen_classes(checkpoint, classes=None):
-    """The unseen classes a checkpoint was trained with, as names, or
-    ``None`` if it does not say.
-
-    Read from the head's ``decode_head.unseen_mask`` buffer (what the model
-    uses at test time), named with ``meta.dataset_meta.classes`` (or
-    ``classes`` when the checkpoint has none); else from
-    ``meta.dataset_meta.unseen_classes`` (mmengine saves the training
-    dataset's metainfo there). An all-False mask counts as not set."""
-    if not isinstance(checkpoint, Mapping):
-        return None
-    meta = checkpoint.get('meta')
-    dataset_meta = meta.get('dataset_meta') if isinstance(meta, Mapping) \
-        else None
-    dataset_meta = dataset_meta if isinstance(dataset_meta, Mapping) else {}
-    names = dataset_meta.get('classes') or classes
-    state = checkpoint.get('state_dict', checkpoint)
-    mask = None
-    if isinstance(state, Mapping):
-        for key, value in state.items():
-            if re.sub(r'^module\.', '', key) == 'decode_head.unseen_mask':
-                mask = value
-    if mask is not None and names is not None and hasattr(mask, 'tolist'):
-        flags = [bool(x) for x in mask.flatten().tolist()]
-        # all False: the split was never set (a head built without one)
-        if len(flags) == len(names) and any(flags):
-            return tuple(n for n, f in zip(names, flags) if f)
-    unseen = dataset_meta.get('unseen_classes')
-    return None if unseen is None else tuple(unseen)
-
-
 def checkpoint_split_mismatch(checkpoint, metainfo) -> str:
     """A line naming both splits when the checkpoint's unseen classes differ
     from the test dataset's (``metainfo['unseen_classes']``); empty when
@@ -151,7 +122,6 @@ def evaluator_split_mismatches(checkpoint, metainfo, evaluator,
     or, when the checkpoint does not say, the dataset's
     (``metainfo['unseen_classes']``). Empty when they agree or nothing
     says."""
-    from ...datasets.zero_shot import resolve_split
     metainfo = metainfo if isinstance(metainfo, Mapping) else {}
     classes = metainfo.get('classes')
     metrics = list(getattr(evaluator, 'metrics', None) or [])

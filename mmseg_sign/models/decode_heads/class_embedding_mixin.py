@@ -10,7 +10,7 @@ import torch.nn as nn
 from mmengine.logging import print_log
 from torch import Tensor
 
-from ...datasets.zero_shot import _as_list, resolve_split
+from ...structures.class_split import _as_list, resolve_split
 from ...embeddings import read_class_embeddings
 
 

@@ -15,7 +15,8 @@ from mmengine.optim import OptimWrapper, OptimWrapperDict
 from mmseg.models.segmentors import EncoderDecoder
 from mmseg.models.utils import resize
 from mmseg.registry import MODELS
-from .stages import STAGE_OPTIONS, stage_options
+from ...structures.stage_plan import (STAGE_OPTIONS, stage_optim_wrappers,
+                                      stage_options)
 
 
 def update_params(optim_wrapper: OptimWrapper, loss: torch.Tensor) -> None:
@@ -405,17 +406,25 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
             dis_ow, self._losses_for(dis_ow, discriminator_losses)))
         return log_vars
 
+    def _stage_wrappers(self, optim_wrapper: OptimWrapperDict) -> dict:
+        """``{role: wrapper}`` of the current stage (the plan's
+        :func:`~mmseg_sign.structures.stage_optim_wrappers`)."""
+        roles = stage_optim_wrappers(dict(self.stage_cfg, name=self.stage))
+        return dict(zip(roles, self._require(optim_wrapper,
+                                             *roles.values())))
+
     def _train_step(self, inputs, data_samples, optim_wrapper,
-                    wrappers=('segmentor', 'generator', 'discriminator'),
                     weights: Optional[torch.Tensor] = None):
         """Eq. 4 (E, SIM [, C]) and eq. 7 (G, D [+ C]), optimised jointly.
 
         Self-training (``update='train'``) runs the same update with its
-        own ``wrappers`` on the pseudo-labelled targets in
+        own wrappers on the pseudo-labelled targets in
         ``data_samples``; ``weights`` (``[B, H, W]``, at the label
         resolution) weigh C's cross-entropy terms per pixel (AST, eq. 16).
         """
-        seg_ow, gen_ow, dis_ow = self._require(optim_wrapper, *wrappers)
+        wrappers = self._stage_wrappers(optim_wrapper)
+        seg_ow, gen_ow, dis_ow = (wrappers[k] for k in (
+            'segmentor', 'generator', 'discriminator'))
         head = self.decode_head
 
         def segmentation_losses():
@@ -458,7 +467,7 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         head = self.decode_head
         self.backbone.eval()  # frozen: no BN statistic updates
         if opts['mode'] == 'classifier':
-            (transfer_ow, ) = self._require(optim_wrapper, 'transfer')
+            transfer_ow = self._stage_wrappers(optim_wrapper)['classifier']
             self.neck.eval()
             with torch.no_grad(), transfer_ow.optim_context(self):
                 feats = self.extract_feat(inputs)
@@ -466,8 +475,8 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                 transfer_ow, head.loss_transfer, feats, data_samples,
                 opts['real_weight'], opts['synth_weight'])
             return self._update(transfer_ow, losses)
-        transfer_ow, gen_ow = self._require(optim_wrapper, 'transfer',
-                                            'transfer_generator')
+        wrappers = self._stage_wrappers(optim_wrapper)
+        transfer_ow, gen_ow = wrappers['classifier'], wrappers['generator']
         if (self.stage_iter // opts['block_iters']) % 2 == 0:
             # the SIM stays in train mode: samples z (autocast as C's update)
             with torch.no_grad(), transfer_ow.optim_context(self):
@@ -501,7 +510,7 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
                                'set_stage("self_train") first.')
         cfg = self.stage_cfg
         head = self.decode_head
-        (st_ow, ) = self._require(optim_wrapper, 'self_train')
+        st_ow = self._stage_wrappers(optim_wrapper)['segmentor']
         # the teacher in the student's precision; its softmax and the
         # pseudo-label weights in float32 (pseudo_labels)
         with torch.no_grad(), st_ow.optim_context(self):
@@ -517,11 +526,9 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         if cfg['update'] == 'train':
             log_vars = self._train_step(
                 inputs, head.with_targets(data_samples, targets),
-                optim_wrapper, ('self_train', 'self_train_generator',
-                                'self_train_discriminator'), weights)
+                optim_wrapper, weights)
             if cfg['synth_weight']:
-                (dis_ow, ) = self._require(optim_wrapper,
-                                           'self_train_discriminator')
+                dis_ow = self._stage_wrappers(optim_wrapper)['discriminator']
                 pixels = self._feature_pixels(inputs)
                 losses = self._losses_for(dis_ow, lambda: dict(
                     loss_ce_synth=head.loss_synthetic(

@@ -5,12 +5,8 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
+from ...structures.stage_plan import AST_CANDIDATES, ST_MODES
 from ..losses import annealed_weights
-
-ST_MODES = ('AST', 'ST', 'ST_topk')
-#: which ignored pixels AST labels: all of them (the paper), or those whose
-#: teacher arg-max over all classes is an unseen class (ZS3's candidates)
-AST_CANDIDATES = ('ignored', 'predicted_unseen')
 
 
 def top_p_mask(confidence: Tensor, labels: Tensor, top_p: float) -> Tensor:

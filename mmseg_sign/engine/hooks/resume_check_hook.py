@@ -1,0 +1,167 @@
+"""ResumeCheckHook: ``--resume`` and ``load_from`` that would lose or
+misuse training state are refused or repaired before iteration 1."""
+import logging
+
+from mmengine.hooks import Hook
+from mmengine.logging import print_log
+
+from mmseg.registry import HOOKS
+from ...structures.stage_plan import gan_parts_used
+from ...utils.state_dict import strip_module_prefix
+from .runner_state import is_resuming, is_training, unwrap_model
+
+
+@HOOKS.register_module()
+class ResumeCheckHook(Hook):
+    """After a checkpoint is loaded into a training run:
+
+    * ``--resume`` past the end of the stage plan: an error (nothing to
+      train);
+    * ``--resume`` with optimizer wrappers added or regrouped since the
+      checkpoint: they start fresh (logged), or an error when a regrouped
+      one has already stepped;
+    * ``load_from`` a checkpoint without G or D with a plan whose first
+      stages use them: an error (unless ``allow_untrained_gan=True``).
+
+    The plan is read from the run's ``SIGNStageHook``.
+    """
+    priority = 'VERY_HIGH'
+
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        if not is_training(runner):
+            return  # tools/test.py, init_model: not a training run
+        plans = [h.plan for h in runner.hooks if hasattr(h, 'plan')]
+        if not is_resuming(runner):
+            for plan in plans:
+                self._check_gan_weights(runner, plan, checkpoint)
+            return
+        for plan in plans:
+            self._check_plan_reaches(plan, checkpoint)
+        self._start_new_wrappers_fresh(runner, checkpoint)
+
+    @staticmethod
+    def _check_plan_reaches(plan, checkpoint: dict) -> None:
+        """``--resume`` from a checkpoint at or past the plan's end would
+        train nothing and exit 0."""
+        meta = checkpoint.get('meta')
+        done = meta.get('iter') if isinstance(meta, dict) else None
+        if not isinstance(done, int) or done < plan.total_iters:
+            return
+        raise ValueError(
+            f'ResumeCheckHook: --resume from a checkpoint at iteration {done}, '
+            f'but the stage plan ends at iteration {plan.total_iters} '
+            f'({plan.describe()}): there is nothing left to train. Lengthen the plan '
+            f'(e.g. --cfg-options custom_hooks.0.stages.'
+            f'{len(plan) - 1}.iters=N, or append a stage), or test '
+            'the checkpoint with tools/test.py.')
+
+    @staticmethod
+    def _check_gan_weights(runner, plan, checkpoint: dict) -> None:
+        """``load_from`` a checkpoint without G or D (a published
+        checkpoint, or another model's) with a plan whose stages before any
+        ``train`` stage use them: they would start random and C would learn
+        from a random G. Refused unless ``allow_untrained_gan=True``."""
+        if runner.cfg.get('allow_untrained_gan', False) or \
+                not isinstance(checkpoint, dict):
+            return
+        state = checkpoint.get('state_dict', checkpoint)
+        if not isinstance(state, dict):
+            return
+        have = set(strip_module_prefix(state))
+        parts = {}
+        for key in unwrap_model(runner).state_dict():
+            for part in ('generator', 'discriminator'):
+                if key.startswith(f'decode_head.{part}.') and \
+                        'num_batches_tracked' not in key:
+                    parts.setdefault(part, []).append(key not in have)
+        missing = {part for part, lacks in parts.items() if any(lacks)}
+        if not missing:
+            return
+        users = []
+        for i, stage in enumerate(plan):
+            if stage['name'] == 'train':
+                break  # trains G and D from scratch first
+            used = gan_parts_used(stage) & missing
+            if used:
+                users.append(f"stages[{i}] ({stage['name']}) uses "
+                             + ' and '.join(sorted(used)))
+        if not users:
+            return
+        which = ' and '.join(f'decode_head.{p}' for p in sorted(missing))
+        published = isinstance(checkpoint.get('meta'), dict) and \
+            checkpoint['meta'].get('sign_inference_only')
+        raise ValueError(
+            f'ResumeCheckHook: load_from={runner.cfg.get("load_from")!r} has '
+            f'no weights for {which}'
+            + (' (a published checkpoint: tools/publish_model.py leaves G '
+               "and D's GAN head out)" if published else '')
+            + f', but {"; ".join(users)}: they would start from random '
+            'weights and the classifier would learn unseen classes from a '
+            "random generator. Start from the 'train' stage's training "
+            'checkpoint (iter_N.pth in its work dir, which holds G and D), '
+            "put dict(name='train', iters=...) first in the plan, or set "
+            'allow_untrained_gan=True in the config (--cfg-options '
+            'allow_untrained_gan=True) if this is deliberate.')
+
+    @staticmethod
+    def _start_new_wrappers_fresh(runner, checkpoint: dict) -> None:
+        """``--resume`` after optimizer wrappers were added to the config
+        (e.g. a stage appended to the plan): mmengine would fail with a
+        KeyError on their missing scheduler states; they start fresh
+        instead, and the log says so."""
+        saved = checkpoint.get('param_schedulers')
+        current = runner.param_schedulers
+        if isinstance(saved, dict) and isinstance(current, dict):
+            for name in current:
+                if name not in saved:
+                    saved[name] = []
+        wrappers = runner.optim_wrapper
+        names = list(getattr(wrappers, 'optim_wrappers', None) or [
+            k for k in (wrappers or {}) if k not in ('constructor', 'type')])
+        new = [n for n in names if n not in checkpoint.get('optimizer', {})]
+        if new:
+            print_log(f'Resuming: the checkpoint has no state for the '
+                      f'optimizer wrappers {new} (added to the config since); '
+                      'they and their schedulers start fresh.',
+                      logger='current', level=logging.WARNING)
+        ResumeCheckHook._restart_regrouped_wrappers(runner, checkpoint, names)
+
+    @staticmethod
+    def _restart_regrouped_wrappers(runner, checkpoint: dict, names) -> None:
+        """``--resume`` after a wrapper's ``modules`` changed (e.g. a
+        checkpoint from before issue 16, whose ``self_train`` also held C):
+        torch refuses the saved state (its parameter groups differ). A
+        wrapper that never stepped starts fresh, with its schedulers; one
+        that did is an error naming it."""
+        saved = checkpoint.get('optimizer', {})
+        built = getattr(runner.optim_wrapper, 'optim_wrappers', None)
+        if not isinstance(saved, dict) or not built:
+            return  # not (yet) an OptimWrapperDict: nothing to compare
+        for name in names:
+            if name not in saved or name not in built or \
+                    not isinstance(saved[name], dict):
+                continue
+            optimizer = built[name].optimizer
+            now = [len(g['params']) for g in optimizer.param_groups]
+            before = [len(g['params'])
+                      for g in saved[name].get('param_groups', [])]
+            if now == before:
+                continue
+            if saved[name].get('state'):
+                raise ValueError(
+                    f'Resuming: optim_wrapper.{name} updates other '
+                    f'parameters than in the checkpoint ({sum(before)} '
+                    f'parameters in {len(before)} groups there, '
+                    f'{sum(now)} in {len(now)} groups now), and it has '
+                    'already stepped, so its state cannot be carried over. '
+                    f'Resume with the `modules` the run was started with, '
+                    'or start a new run from the checkpoint with '
+                    'load_from=... (its optimizers then start fresh).')
+            del saved[name]
+            schedulers = checkpoint.get('param_schedulers')
+            if isinstance(schedulers, dict):
+                schedulers[name] = []
+            print_log(f'Resuming: optim_wrapper.{name} now updates other '
+                      'parameters than in the checkpoint and has not '
+                      'stepped yet; it and its schedulers start fresh.',
+                      logger='current', level=logging.WARNING)

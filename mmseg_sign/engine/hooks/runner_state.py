@@ -1,0 +1,22 @@
+"""What a hook may ask of the runner, through its public attributes."""
+from mmengine.model import is_model_wrapper
+from mmengine.optim import OptimWrapper
+
+
+def is_training(runner) -> bool:
+    """Whether ``runner`` is in ``runner.train()`` (its optimizer wrappers
+    are built), not in ``tools/test.py`` / ``init_model``."""
+    return isinstance(runner.optim_wrapper, OptimWrapper)
+
+
+def is_resuming(runner) -> bool:
+    """Whether the run resumes a checkpoint (``--resume`` /
+    ``resume=True``) rather than starting from ``load_from``."""
+    return bool(runner.cfg.get('resume', False))
+
+
+def unwrap_model(runner):
+    """``runner.model`` without its DDP / ``ZeroShotDataParallel``
+    wrapper."""
+    model = runner.model
+    return model.module if is_model_wrapper(model) else model

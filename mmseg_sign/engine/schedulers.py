@@ -1,0 +1,26 @@
+"""Parameter schedulers that follow the SIGN stage plan."""
+
+
+def respan(scheduler, begin: int, end: int) -> None:
+    """Give an mmengine parameter scheduler the span ``[begin, end)``
+    as if it had been built with it. Its step count (``last_step``)
+    is recounted from the steps taken so far: a scheduler built with
+    ``begin=0`` took an in-span step at construction, which must not
+    count in a stage that starts later (PolyLR would otherwise divide
+    by zero at the stage's last iteration and MultiStepLR fire one
+    step early). On a fresh run, a value its construction step set
+    (e.g. LinearLR's start factor) is undone."""
+    taken = scheduler._global_step  # index of the last step() call
+    was_in_span = scheduler.begin <= taken < scheduler.end
+    scheduler.begin, scheduler.end = begin, end
+    if hasattr(scheduler, 'total_iters'):  # PolyLR
+        scheduler.total_iters = end - begin - 1
+    if hasattr(scheduler, 'T_max'):  # cosine annealing
+        scheduler.T_max = end - begin
+    scheduler.last_step = min(max(taken - begin + 1, 0), end - begin) - 1
+    if taken == 0 and was_in_span and scheduler.last_step < 0:
+        name = scheduler.param_name
+        for group in scheduler.optimizer.param_groups:
+            group[name] = group[f'initial_{name}']
+        scheduler._last_value = [
+            group[name] for group in scheduler.optimizer.param_groups]
