@@ -375,7 +375,7 @@ def read_table_with(rows, names=None):
 
     def action(ctx, case):
         from mmseg_sign.embeddings import read_class_embeddings
-        from mmseg_sign.embeddings.builder import save_class_embeddings
+        from mmseg_sign.embeddings.table import save_class_embeddings
         names_ = list(names or [f'c{i}' for i in range(len(rows))])
         path = ctx.path(f'table_{ctx._count}.npz')
         ctx._count += 1

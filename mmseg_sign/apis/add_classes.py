@@ -42,8 +42,8 @@ from mmengine.utils import ProgressBar
 from torch import nn
 
 from mmseg.registry import DATASETS, MODELS
-from ..embeddings import (build_class_embeddings, read_class_embeddings,
-                          save_class_embeddings)
+from .. import embeddings  # its builder needs gensim: looked up at use
+from ..embeddings.table import read_class_embeddings, save_class_embeddings
 from ..structures.stage_plan import stage_options
 from .outputs import (AddClassesError, atomic_write, check_out_dir,
                       clear_owned, input_paths)
@@ -100,7 +100,7 @@ def new_class_vectors(names, vectors=None, source=None, synonyms=None,
             return table[[index[n.strip()] for n in names]]
         if vectors is not None:
             return np.asarray(vectors, dtype=np.float32)
-        return build_class_embeddings(
+        return embeddings.build_class_embeddings(
             names, source, synonyms=_read_synonyms(synonyms),
             normalize=normalize, use_default_synonyms=use_default_synonyms,
             fasttext_oov=fasttext_oov)

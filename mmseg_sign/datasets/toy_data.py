@@ -18,10 +18,10 @@ import os.path as osp
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from gensim.models import KeyedVectors
 from PIL import Image
 
-from ..embeddings import build_class_embeddings, save_class_embeddings
+from .. import embeddings  # its builder needs gensim: looked up at use
+from ..embeddings.table import save_class_embeddings
 
 #: Values of each attribute, in one-hot order.
 TOY_ATTRIBUTE_VALUES = dict(
@@ -131,6 +131,7 @@ def toy_word_vectors(dims: Sequence[int] = (300, 300),
 def _write_word_vectors(vocab: Dict[str, np.ndarray], path: str,
                         binary: bool) -> None:
     """Write a word -> vector dict as a word2vec file with gensim."""
+    from gensim.models import KeyedVectors  # making data needs gensim
     words = list(vocab)
     vectors = KeyedVectors(vector_size=len(vocab[words[0]]))
     vectors.add_vectors(words, np.stack([vocab[w] for w in words]))
@@ -275,7 +276,7 @@ def build_toy_class_embeddings(out_dir: str,
                 path=path,
                 format='word2vec_binary' if binary else 'word2vec',
                 show_progress=False))
-    table = build_class_embeddings(
+    table = embeddings.build_class_embeddings(
         TOY_CLASSES, sources, use_default_synonyms=False)
     table_path = save_class_embeddings(
         osp.join(out_dir, EMBEDDING_FILE), TOY_CLASSES, table)

@@ -13,7 +13,7 @@ The resolved split is stored in ``dataset.metainfo`` as ``seen_classes`` and
 import copy
 import io
 import logging
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence
 
 import mmengine.fileio as fileio
 import numpy as np

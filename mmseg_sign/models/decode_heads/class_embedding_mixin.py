@@ -11,7 +11,7 @@ from mmengine.logging import print_log
 from torch import Tensor
 
 from ...structures.class_split import _as_list, resolve_split
-from ...embeddings import read_class_embeddings
+from ...embeddings.table import read_class_embeddings
 
 
 class ClassEmbeddingMixin:
