@@ -121,6 +121,36 @@ def test_head_held_out_and_add_classes(embedding_table):
         head.add_classes(['a', 'a'], table[:2])
 
 
+def test_refit_data_refuses_a_config_missing_a_key(toy_root, tmp_path):
+    """A train_dataloader without a key its build needs (here the type)
+    is an error naming the key; before, the refit silently fell back to
+    generated features. Unreachable files stay a logged fallback."""
+    from mmseg_sign.apis.add_classes import real_batches
+    from mmseg_sign.apis.outputs import AddClassesError
+    dataset = dict(type='ZeroShotToyDataset', data_root=toy_root,
+                   ann_file='ImageSets/Segmentation/train.txt',
+                   data_prefix=dict(img_path='JPEGImages',
+                                    seg_map_path='SegmentationClass'),
+                   pipeline=[dict(type='LoadImageFromFile'),
+                             dict(type='LoadAnnotations'),
+                             dict(type='PackSegInputs')])
+    untyped = {k: v for k, v in dataset.items() if k != 'type'}
+    with pytest.raises(AddClassesError, match='failed on a missing key: '
+                       '.*must contain the key "type"'):
+        real_batches(Config(dict(train_dataloader=dict(
+            batch_size=2, num_workers=0, sampler=dict(type='DefaultSampler'),
+            dataset=untyped))), seed=0)
+    with pytest.raises(AddClassesError, match='has no train_dataloader'):
+        real_batches(Config(dict()), seed=0)
+    for sub in ('JPEGImages', 'SegmentationClass', 'ImageSets/Segmentation'):
+        (tmp_path / sub).mkdir(parents=True)
+    (tmp_path / 'ImageSets/Segmentation/train.txt').write_text('')
+    empty = dict(dataset, data_root=str(tmp_path))
+    assert real_batches(Config(dict(train_dataloader=dict(
+        batch_size=2, num_workers=0, sampler=dict(type='DefaultSampler'),
+        dataset=empty))), seed=0) is None
+
+
 @pytest.mark.parametrize('wrap', [False, True])
 def test_refit_data_masks_unseen_labels(toy_root, wrap):
     """The refit's real batches (``real_batches``) from a training pipeline

@@ -237,3 +237,29 @@ def test_context33_lut_matches_names():
             if name in CONTEXT33_CLASSES else 255
         assert lut[value59] == want, name
     assert (lut[1:60] != 255).sum() == 33
+
+
+def test_image_size_falls_back_only_for_unreadable_images(tmp_path):
+    """The label / image size check reads the image header with PIL; an
+    image PIL cannot read (missing, not an image) gives ``None`` (the
+    check is skipped and LoadImageFromFile reports it), anything else
+    raises."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    from PIL import Image
+
+    from mmseg_sign.datasets.zero_shot import _image_size
+    good = tmp_path / 'a.png'
+    Image.fromarray(np.zeros((5, 7, 3), np.uint8)).save(good)
+    dataset = SimpleNamespace(backend_args=None)
+    assert _image_size(dict(img_path=str(good)), dataset) == (5, 7)
+    junk = tmp_path / 'b.png'
+    junk.write_bytes(b'not an image')
+    assert _image_size(dict(img_path=str(junk)), dataset) is None
+    assert _image_size(dict(img_path=str(tmp_path / 'none.png')),
+                       dataset) is None
+    assert _image_size(dict(), dataset) is None
+    with pytest.raises(TypeError):
+        _image_size(dict(img_path=str(good)), SimpleNamespace(
+            backend_args='not a dict'))

@@ -43,8 +43,10 @@ from torch import nn
 
 from mmseg.registry import DATASETS, MODELS
 from .. import embeddings  # its builder needs gensim: looked up at use
+from ..datasets.zero_shot import mask_unseen_labels
 from ..embeddings.table import read_class_embeddings, save_class_embeddings
 from ..structures.stage_plan import stage_options
+from ..utils.state_dict import strip_module_prefix
 from .outputs import (AddClassesError, atomic_write, check_out_dir,
                       clear_owned, input_paths)
 
@@ -135,16 +137,31 @@ def refit_plan(cfg, iters: Optional[int]):
 
 def real_batches(cfg, seed: int):
     """An endless iterator over the training data, or ``None`` (the reason
-    in the log) when it cannot be read."""
+    in the log) when its files cannot be read (the refit then uses
+    generated features only; ``real=False`` asks for that). A config whose
+    ``train_dataloader`` lacks a key it needs is an error naming the key,
+    not a silent fallback."""
+    if cfg.get('train_dataloader', None) is None:
+        raise AddClassesError(
+            'the config has no train_dataloader, which the refit reads its '
+            'real batches from; give the config the model was trained with '
+            '(or real=False / --no-real to refit on generated features '
+            'only).')
     try:
         loader = Runner.build_dataloader(
             copy.deepcopy(cfg.train_dataloader), seed=seed)
         dataset = loader.dataset
-        _mask_unseen_labels(dataset)
+        mask_unseen_labels(dataset, insert=True)
         if not len(dataset):
             raise FileNotFoundError('the training dataset is empty')
-    except (FileNotFoundError, OSError, KeyError, ValueError,
-            AttributeError) as err:
+    except KeyError as err:
+        raise AddClassesError(
+            'building the config\'s train_dataloader failed on a missing '
+            f'key: {err.args[0] if err.args else err}. Fix the config, or '
+            'pass real=False (--no-real) to refit on generated features '
+            'only.'
+        ) from err
+    except (OSError, ValueError, AttributeError) as err:
         print_log(f'add_classes: the training data is not reachable ({err}); '
                   'C is refit on generated features only.', logger='current')
         return None
@@ -154,19 +171,6 @@ def real_batches(cfg, seed: int):
             yield from loader
 
     return endless()
-
-
-def _mask_unseen_labels(dataset) -> None:
-    """No unseen label may reach the refit: every zero-shot dataset (also
-    inside mmengine's dataset wrappers) inserts ``MaskUnseenClasses`` where
-    its pipeline lacks it. ``insert=True``: the loader was built here and
-    no worker has started yet."""
-    if hasattr(dataset, 'mask_unseen_labels'):
-        dataset.mask_unseen_labels(insert=True)
-    for inner in [getattr(dataset, 'dataset', None),
-                  *getattr(dataset, 'datasets', [])]:
-        if inner is not None:
-            _mask_unseen_labels(inner)
 
 
 def _dataset_leaves(dataset):
@@ -222,9 +226,7 @@ def _load_strict(model: nn.Module, checkpoint: str, config_name: str):
     if not isinstance(ckpt, dict):
         raise AddClassesError(f'{checkpoint} holds a {type(ckpt).__name__}, '
                               'not a checkpoint dict.')
-    state = ckpt.get('state_dict', ckpt)
-    state = {k[7:] if k.startswith('module.') else k: v
-             for k, v in state.items()}
+    state = strip_module_prefix(ckpt.get('state_dict', ckpt))
     own = model.state_dict()
     sized = [f'{k}: {list(v.shape)} in the checkpoint, '
              f'{list(own[k].shape)} in the model'

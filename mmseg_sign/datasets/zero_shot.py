@@ -296,7 +296,7 @@ class ZeroShotMixin:
         return 'train'
 
     def mask_unseen_labels(self, insert: bool = False) -> bool:
-        """Called by a trainer on its training dataset (``SIGNStageHook``
+        """Called by a trainer on its training dataset (``ClassSplitHook``
         before iteration 1): guarantee that no unseen label leaves it.
 
         Training pipelines are recognised at build time
@@ -367,6 +367,26 @@ class ZeroShotMixin:
         return bool(np.isin(present_values(seg), self.unseen_class_ids).any())
 
 
+def mask_unseen_labels(dataset, insert: bool = False) -> None:
+    """No unseen label may leave a training dataset: every zero-shot
+    dataset in ``dataset`` (also inside mmengine's dataset wrappers)
+    inserts ``MaskUnseenClasses`` where its pipeline lacks it
+    (:meth:`ZeroShotMixin.mask_unseen_labels`).
+
+    Args:
+        dataset: a built dataset, possibly a wrapper (``dataset`` /
+            ``datasets`` attributes).
+        insert (bool): insert the transform without asking (the caller
+            built the loader and no worker has started yet).
+    """
+    if hasattr(dataset, 'mask_unseen_labels'):
+        dataset.mask_unseen_labels(insert=insert)
+    for inner in [getattr(dataset, 'dataset', None),
+                  *getattr(dataset, 'datasets', [])]:
+        if inner is not None:
+            mask_unseen_labels(inner, insert)
+
+
 def _swap_loaders(pipeline, dataset) -> list:
     """Put :class:`CheckedLoadAnnotations` in place of every mmseg
     ``LoadAnnotations`` of ``pipeline`` (nested ``Compose``, ``TestTimeAug``
@@ -417,16 +437,19 @@ def _draws_at_random(transform) -> bool:
 
 
 def _image_size(info: dict, dataset):
-    """``(h, w)`` of a data info's image from its header, or ``None``."""
+    """``(h, w)`` of a data info's image from its header, or ``None`` when
+    there is none or PIL cannot read it (missing, damaged, or a format only
+    OpenCV reads: an ``OSError``): the label's size is then not compared
+    here, and ``LoadImageFromFile`` reports an image it cannot read."""
+    from PIL import Image
     path = info.get('img_path')
     if not path:
         return None
     try:
-        from PIL import Image
         with Image.open(io.BytesIO(fileio.get(
                 path, getattr(dataset, 'backend_args', None)))) as img:
             return img.size[1], img.size[0]
-    except Exception:  # LoadImageFromFile reports an unreadable image
+    except OSError:  # PIL's UnidentifiedImageError is one
         return None
 
 

@@ -28,7 +28,7 @@ Config: ``model_wrapper_cfg = dict(type='ZeroShotDataParallel')``. Works
 with the gloo (CPU) and NCCL (GPU) backends.
 """
 from collections import defaultdict
-from typing import Callable, Optional
+from typing import Callable
 
 import torch
 import torch.nn as nn
@@ -173,9 +173,3 @@ class ZeroShotDataParallel(nn.Module):
 
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)
-
-
-def grad_sync_of(optim_wrapper: OptimWrapper) -> Optional[ParamGroupDDP]:
-    """The :class:`ParamGroupDDP` attached to ``optim_wrapper`` (None in a
-    single process)."""
-    return getattr(optim_wrapper, 'grad_sync', None)

@@ -7,6 +7,7 @@ from typing import Optional
 from mmengine.hooks import Hook
 
 from mmseg.registry import DATASETS, HOOKS
+from ...datasets.zero_shot import mask_unseen_labels
 from ...structures.class_split import (checkpoint_unseen_classes,
                                        resolve_split)
 from .runner_state import is_resuming, is_training, unwrap_model
@@ -34,7 +35,7 @@ class ClassSplitHook(Hook):
         if hasattr(head, 'require_table'):
             head.require_table()  # not a placeholder awaiting a checkpoint
         dataset = runner.train_dataloader.dataset
-        mask_unseen_labels(dataset)
+        mask_unseen_labels(dataset)  # a zero-shot dataset's own check
         meta = dataset.metainfo
         if 'unseen_classes' not in meta:
             return
@@ -133,18 +134,6 @@ def check_split_has_unseen(stage_names, head) -> None:
             f'ClassSplitHook: the stages {stage_names} learn the unseen '
             'classes, but the split has none; set unseen_classes in the '
             'datasets\' metainfo (README, "Datasets").')
-
-
-def mask_unseen_labels(dataset) -> None:
-    """No unseen label may leave a training dataset: zero-shot datasets
-    (also inside mmengine's dataset wrappers) insert MaskUnseenClasses
-    where the pipeline lacks it."""
-    if hasattr(dataset, 'mask_unseen_labels'):
-        dataset.mask_unseen_labels()
-    for inner in [getattr(dataset, 'dataset', None),
-                  *getattr(dataset, 'datasets', [])]:
-        if inner is not None:
-            mask_unseen_labels(inner)
 
 
 def metainfo_from_cfg(dataset_cfg) -> Optional[dict]:

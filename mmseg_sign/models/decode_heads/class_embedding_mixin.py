@@ -202,9 +202,5 @@ class ClassEmbeddingMixin:
         self.num_classes = self.out_channels = new.out_channels
 
     @property
-    def seen_ids(self) -> Tensor:
-        return (~self.unseen_mask).nonzero().flatten()
-
-    @property
     def unseen_ids(self) -> Tensor:
         return self.unseen_mask.nonzero().flatten()
