@@ -34,7 +34,6 @@ import argparse
 import io
 import os
 import os.path as osp
-import re
 import sys
 from collections.abc import Mapping
 from hashlib import sha256
@@ -42,6 +41,7 @@ from hashlib import sha256
 import torch
 
 from mmseg_sign.utils.atomic import atomic_write
+from mmseg_sign.utils.state_dict import strip_module_prefix
 from mmseg_sign.utils.checkpoint import (UnreadableCheckpointError,
                                          UnsafeCheckpointError,
                                          load_checkpoint_file,
@@ -96,8 +96,7 @@ def strip_checkpoint(checkpoint: Mapping) -> dict:
             isinstance(v, torch.Tensor) for v in state.values()):
         raise ValueError('the checkpoint has no state_dict of tensors')
     kept = {}
-    for key, value in state.items():
-        name = re.sub(r'^module\.', '', key)
+    for name, value in strip_module_prefix(state).items():
         if name.startswith(TRAINING_ONLY_PREFIXES):
             continue
         kept[name] = value.detach().cpu().clone()

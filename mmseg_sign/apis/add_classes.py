@@ -45,6 +45,7 @@ from mmseg.registry import DATASETS, MODELS
 from .. import embeddings  # its builder needs gensim: looked up at use
 from ..datasets.zero_shot import mask_unseen_labels
 from ..embeddings.table import read_class_embeddings, save_class_embeddings
+from ..engine.hooks.strict_checkpoint_hook import checkpoint_mismatches
 from ..structures.stage_plan import stage_options
 from ..utils.state_dict import strip_module_prefix
 from .outputs import (AddClassesError, atomic_write, check_out_dir,
@@ -226,26 +227,11 @@ def _load_strict(model: nn.Module, checkpoint: str, config_name: str):
     if not isinstance(ckpt, dict):
         raise AddClassesError(f'{checkpoint} holds a {type(ckpt).__name__}, '
                               'not a checkpoint dict.')
-    state = strip_module_prefix(ckpt.get('state_dict', ckpt))
-    own = model.state_dict()
-    sized = [f'{k}: {list(v.shape)} in the checkpoint, '
-             f'{list(own[k].shape)} in the model'
-             for k, v in state.items()
-             if k in own and hasattr(v, 'shape') and
-             tuple(v.shape) != tuple(own[k].shape) and
-             not k.endswith('class_embedding')]  # a placeholder table
-    missing = [k for k in own if k not in state and
-               not k.endswith('num_batches_tracked')]
-    unexpected = [k for k in state if k not in own]
-    if sized or missing or unexpected:
-        parts = []
-        for title, keys in (('shapes differ', sized),
-                            ('missing in the checkpoint', missing),
-                            ('not in the model', unexpected)):
-            if keys:
-                parts.append(f'{title}: ' + '; '.join(keys[:4]) + (
-                    f' (and {len(keys) - 4} more)' if len(keys) > 4 else ''))
-        saved = state.get('decode_head.conv_seg.weight')
+    problems = checkpoint_mismatches(  # the refit runs G: no published one
+        model, ckpt, ignore_shapes=('class_embedding', ), inference=False)
+    if problems:
+        saved = strip_module_prefix(ckpt.get('state_dict', ckpt)).get(
+            'decode_head.conv_seg.weight')
         hint = ''
         if saved is not None and hasattr(model, 'decode_head') and \
                 saved.shape[0] != model.decode_head.num_classes:
@@ -253,9 +239,9 @@ def _load_strict(model: nn.Module, checkpoint: str, config_name: str):
                     f'config {model.decode_head.num_classes}.')
         raise AddClassesError(
             f'{checkpoint} does not fit the model that {config_name} '
-            f'builds: {". ".join(parts)}.{hint} Give the config the model '
-            'was trained with (its run dumps it into the work dir, e.g. '
-            'work_dirs/NAME/NAME.py; a run changed by --cfg-options '
+            f'builds: {"; ".join(problems)}.{hint} Give the config the '
+            'model was trained with (its run dumps it into the work dir, '
+            'e.g. work_dirs/NAME/NAME.py; a run changed by --cfg-options '
             'differs from the file in configs/).')
     _load_checkpoint_to_model(model, ckpt, strict=True)
     return ckpt

@@ -29,7 +29,9 @@ def _shape(value) -> list:
     return list(value.shape)
 
 
-def checkpoint_mismatches(model, checkpoint, dataset_classes=None) -> list:
+def checkpoint_mismatches(model, checkpoint, dataset_classes=None,
+                          ignore_shapes: tuple = (),
+                          inference: bool = True) -> list:
     """What keeps ``checkpoint`` from loading exactly into ``model``, one
     line per kind of problem (empty: it matches).
 
@@ -39,6 +41,18 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None) -> list:
     (DDP, TTA), and BN's ``num_batches_tracked`` may be absent. Also
     compares the class count of the dataset the checkpoint was trained on
     (``meta.dataset_meta``, written by mmengine) with the test dataset's.
+
+    Args:
+        model (nn.Module): the model (wrappers are taken off).
+        checkpoint (dict): a loaded checkpoint.
+        dataset_classes (Sequence[str], optional): the test dataset's.
+        ignore_shapes (tuple[str]): key suffixes whose shapes may differ
+            (a placeholder class table awaiting the checkpoint's).
+        inference (bool): the model only infers: a published checkpoint
+            (``meta.sign_inference_only``) may lack G and D.
+
+    Returns:
+        list[str]: one line per kind of problem; empty: it matches.
     """
     while is_model_wrapper(model) or isinstance(model, BaseTTAModel):
         model = model.module
@@ -55,7 +69,8 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None) -> list:
     missing = [k for k in expected
                if k not in state and 'num_batches_tracked' not in k]
     meta = checkpoint.get('meta')
-    if isinstance(meta, Mapping) and meta.get('sign_inference_only'):
+    if inference and isinstance(meta, Mapping) and \
+            meta.get('sign_inference_only'):
         # tools/publish_model.py: G and D's GAN head are left out on
         # purpose (inference does not run them)
         missing = [k for k in missing
@@ -73,7 +88,8 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None) -> list:
     mismatched = [(k, _shape(state[k]), _shape(v))
                   for k, v in expected.items()
                   if k in state and hasattr(state[k], 'shape') and
-                  hasattr(v, 'shape') and _shape(state[k]) != _shape(v)]
+                  hasattr(v, 'shape') and _shape(state[k]) != _shape(v)
+                  and not k.endswith(ignore_shapes)]
     if mismatched:
         problems.append(
             f'size mismatch: {len(mismatched)} weight tensor(s): ' +
