@@ -25,7 +25,7 @@ def worker(rank, world_size, port, queue):
         from mmengine.optim import OptimWrapper
 
         from mmseg_sign.engine import ZeroShotDataParallel
-        from mmseg_sign.models.segmentors.zero_shot_encoder_decoder import \
+        from mmseg_sign.engine.optim_wrappers.gradient_sync import \
             update_params
 
         torch.manual_seed(rank)  # different initial weights on each rank

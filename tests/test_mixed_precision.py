@@ -12,7 +12,7 @@ from mmengine.optim import OptimWrapper, OptimWrapperDict
 from mmseg.registry import OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS
 from mmseg_sign.engine.optim_wrappers import (MixedPrecisionOptimWrapper,
                                               check_amp_dtype)
-from mmseg_sign.models.segmentors.zero_shot_encoder_decoder import \
+from mmseg_sign.engine.optim_wrappers.gradient_sync import \
     update_params
 from mmseg_sign.utils import convert_to_amp, enable_amp
 from test_zero_shot_segmentor import batch, changed, tiny_model

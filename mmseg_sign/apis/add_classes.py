@@ -46,7 +46,7 @@ from .. import embeddings  # its builder needs gensim: looked up at use
 from ..datasets.zero_shot import mask_unseen_labels
 from ..embeddings.table import read_class_embeddings, save_class_embeddings
 from ..engine.hooks.strict_checkpoint_hook import checkpoint_mismatches
-from ..structures.stage_plan import stage_options
+from ..structures.stage_plan import StagePlan, stage_options
 from ..utils.state_dict import strip_module_prefix
 from .outputs import (AddClassesError, atomic_write, check_out_dir,
                       clear_owned, input_paths)
@@ -114,13 +114,11 @@ def new_class_vectors(names, vectors=None, source=None, synonyms=None,
 
 
 def plan_stage(cfg, name: str) -> Optional[dict]:
-    """The stage ``name`` of the config's plan (``SIGNStageHook``), or
-    ``None``."""
-    for hook in cfg.get('custom_hooks', None) or []:
-        if hook.get('type') == 'SIGNStageHook':
-            return next((dict(s) for s in hook.get('stages', [])
-                         if s.get('name') == name), None)
-    return None
+    """The first stage ``name`` of the config's plan (options filled in),
+    or ``None``."""
+    found = StagePlan.from_config(cfg)
+    return next((dict(s) for s in found[1] if s['name'] == name),
+                None) if found else None
 
 
 def refit_plan(cfg, iters: Optional[int]):

@@ -1,7 +1,7 @@
 from .hooks import SIGNStageHook
 from .optim_wrappers import MixedPrecisionOptimWrapper
 from .optimizers import ModuleGroupOptimWrapperConstructor
-from .zero_shot_data_parallel import ZeroShotDataParallel
+from .optim_wrappers.gradient_sync import ZeroShotDataParallel
 
 __all__ = [
     'SIGNStageHook', 'ModuleGroupOptimWrapperConstructor',

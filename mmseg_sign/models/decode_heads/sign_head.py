@@ -64,7 +64,7 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
         class_embeddings (str): ``.npz`` table (class names + vectors) of
             the model's classes in order.
         unseen_classes (Sequence[str | int], optional): the unseen classes
-            (default: set from the training dataset by ``SIGNStageHook``).
+            (default: set from the training dataset by ``ClassSplitHook``).
         latent_channels (int): channels of ``z`` (SIM ``latent_channels``).
         generator (dict, optional): G's config (default
             ``PixelMLPGenerator``); ``embed_channels``, ``latent_channels``

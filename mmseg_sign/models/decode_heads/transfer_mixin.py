@@ -21,7 +21,7 @@ class TransferMixin:
         if not unseen.any():
             raise RuntimeError(
                 'SIGNHead has no unseen classes: set `unseen_classes` or let '
-                'SIGNStageHook copy them from the dataset metainfo.')
+                'ClassSplitHook copy them from the dataset metainfo.')
         probs = 1.0 + self.gen_unseen_rate * unseen.float()
         return torch.multinomial(probs, num, replacement=True)
 

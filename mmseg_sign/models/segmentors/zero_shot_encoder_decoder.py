@@ -3,148 +3,24 @@ step of the current SIGN stage over an ``OptimWrapperDict`` (the stages:
 docs/reproduction.md).
 """
 import copy
-import math
 from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
-from mmengine.dist import all_reduce_params, get_world_size
-from mmengine.logging import MessageHub
 from mmengine.optim import OptimWrapper, OptimWrapperDict
 
 from mmseg.models.segmentors import EncoderDecoder
 from mmseg.models.utils import resize
 from mmseg.registry import MODELS
+from ...engine.optim_wrappers.gradient_sync import update_params
+from ...engine.optim_wrappers.nan_guard import check_finite_update
 from ...structures.stage_plan import (STAGE_OPTIONS, stage_optim_wrappers,
                                       stage_options)
-
-
-def update_params(optim_wrapper: OptimWrapper, loss: torch.Tensor) -> None:
-    """``OptimWrapper.update_params`` with the gradients averaged over
-    processes before the step.
-
-    In distributed training the loss is computed inside the wrapper's
-    ``grad_sync`` DDP (:meth:`ZeroShotEncoderDecoder._losses_for`, attached by
-    ``ZeroShotDataParallel``), whose reducer all-reduces the gradients
-    while backward runs. Without one (a model stepped outside
-    ``ZeroShotDataParallel``) the gradients of exactly this wrapper's
-    parameters are averaged here, after backward. Either way every rank
-    steps the same gradients; a parameter no rank reached gets a zero
-    gradient, as one reached only elsewhere does.
-    """
-    sync = getattr(optim_wrapper, 'grad_sync', None)
-    if sync is not None:
-        loss = sync.pop_anchor(loss)
-    loss = optim_wrapper.scale_loss(loss)
-    optim_wrapper.backward(loss)
-    if not optim_wrapper.should_update():
-        return
-    if sync is None and get_world_size() > 1:
-        # DDP's reducer gave every parameter of its group an averaged
-        # gradient already (its anchor reaches them all); by hand here
-        grads = []
-        for group in optim_wrapper.optimizer.param_groups:
-            for p in group['params']:
-                if p.grad is None:  # every rank must step the same list
-                    p.grad = torch.zeros_like(p)
-                grads.append(p.grad)
-        all_reduce_params(grads, op='mean')
-    optim_wrapper.step()
-    optim_wrapper.zero_grad()
-
-
-NAN_HINT = (
-    'Usual causes: a learning rate too high for the optimizer that steps '
-    'these losses (optim_wrapper.<name>.optimizer.lr); a class-embedding '
-    'table with a large scale (rows should be L2-normalised, as '
-    'tools/build_class_embeddings.py writes them); in mixed precision '
-    '(--amp, AmpOptimWrapper / MixedPrecisionOptimWrapper), float16 '
-    'overflow in the forward pass (the loss scale only guards the '
-    'gradients; try --amp-dtype bfloat16).')
-
-
-def _l1_norms(tensors: list) -> list:
-    """Per-tensor L1 norms (one fused kernel where torch has it). A sum
-    propagates NaN and inf, so a norm is finite iff every element is (up
-    to an overflow of the sum itself, ~3e38 in float32)."""
-    foreach_norm = getattr(torch, '_foreach_norm', None)
-    if foreach_norm is not None:
-        try:
-            return list(foreach_norm(tensors, 1))
-        except (RuntimeError, TypeError):  # e.g. mixed devices or dtypes
-            pass
-    return [torch.linalg.vector_norm(t, 1) for t in tensors]
-
-
-def check_finite_update(model: torch.nn.Module, optim_wrapper: OptimWrapper,
-                        log_vars: Dict[str, torch.Tensor]) -> None:
-    """NaN guard, run by ``ZeroShotEncoderDecoder._update`` after each
-    optimizer update: raise ``FloatingPointError`` when a loss term (a
-    ``log_vars`` key holding ``'loss'``, the total included) is NaN or
-    infinite, or when the step wrote NaN / inf into the weights of
-    ``optim_wrapper`` (finite losses whose gradients overflowed).
-
-    Raised inside ``train_step``, the error stops the run before
-    ``CheckpointHook`` can save the iteration, so no non-finite checkpoint
-    is written. The check costs one device-to-host sync per update (the
-    loss terms and one L1 norm per weight tensor, stacked); the culprits
-    are looked up only on failure. A non-finite *gradient* alone is no
-    error: ``AmpOptimWrapper``'s loss scaler skips such steps (the weights
-    stay finite) and lowers its scale. Checking after the step (not before
-    the backward pass) also keeps processes in step: gradients are
-    averaged over processes, so every rank sees the non-finite weights of
-    a step one rank's loss spoiled, and all of them stop together.
-    """
-    names = [k for k in log_vars if 'loss' in k]
-    params = [p for group in optim_wrapper.optimizer.param_groups
-              for p in group['params']]
-    if not names and not params:
-        return
-    device = (log_vars[names[0]] if names else params[0]).device
-    values = [log_vars[k].detach().float().reshape(()) for k in names]
-    if params:
-        values.append(torch.stack([
-            n.float().to(device) for n in _l1_norms(
-                [p.detach() for p in params])]).sum())
-    values = torch.stack(values)
-    if bool(values.isfinite().all()):
-        return
-    values = values.tolist()
-    losses = dict(zip(names, values))
-    hub = MessageHub.get_current_instance()
-    where = (f'SIGN stage {model.stage!r}, iteration {model.stage_iter + 1}'
-             ' of the stage')
-    global_iter = hub.get_info('iter')
-    if hub.get_info('loop_stage') == 'train' and global_iter is not None:
-        where += f' (iteration {global_iter + 1} of the run)'
-    bad = [k for k, v in losses.items() if k != 'loss' and
-           not math.isfinite(v)]
-    terms = ', '.join(f'{k} = {v:.4g}' for k, v in losses.items()
-                      if k != 'loss')
-    if bad:
-        what = (f'Non-finite loss in {where}: ' +
-                ', '.join(f'{k} = {losses[k]}' for k in bad))
-    elif 'loss' in losses and not math.isfinite(losses['loss']):
-        what = (f'Non-finite loss in {where}: the total loss overflowed to '
-                f"{losses['loss']} (its terms: {terms})")
-    else:
-        param_names = {id(p): n for n, p in model.named_parameters()}
-        spoiled = [param_names.get(id(p), '?') for p in params
-                   if not bool(p.detach().isfinite().all())]
-        shown = ', '.join(spoiled[:3]) + (
-            f' and {len(spoiled) - 3} more' if len(spoiled) > 3 else '')
-        what = (f'Non-finite weights after the optimizer step in {where}: '
-                f'the losses of this step were finite ({terms}) but their '
-                f'gradients overflowed (or were non-finite in another '
-                f'process) and the step wrote NaN/inf into {len(spoiled)} '
-                f'parameter tensor(s): {shown}')
-    raise FloatingPointError(
-        f'{what}. Training stopped; no checkpoint of this iteration is '
-        f'written. {NAN_HINT}')
+from .split_checks import SplitChecksMixin
 
 
 @MODELS.register_module()
-class ZeroShotEncoderDecoder(EncoderDecoder):
+class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
     """Backbone → SIM neck → ``SIGNHead``, trained stage by stage.
 
     ``SIGNStageHook`` sets :attr:`stage` from the iteration before every
@@ -181,63 +57,11 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
 
     def __setattr__(self, name, value):
         # the teacher is not a sub-module: not in state_dict() (it is saved
-        # under its own key by SIGNStageHook), parameters() or .to()
+        # under its own key by SelfTrainingTeacherHook), parameters() or .to()
         if name == 'teacher':
             object.__setattr__(self, name, value)
         else:
             super().__setattr__(name, value)
-
-    @property
-    def cfg(self):
-        """The config mmseg's ``init_model`` / ``MMSegInferencer`` attach
-        after loading the checkpoint (``None`` under a Runner)."""
-        return self.__dict__.get('_attached_cfg')
-
-    @cfg.setter
-    def cfg(self, config) -> None:
-        # the inference APIs' hook: init_model attaches the config after
-        # loading the weights, MMSegInferencer before (then
-        # _load_from_state_dict checks)
-        self._check_split_of(config, self.decode_head.unseen_mask)
-        self.__dict__['_attached_cfg'] = config
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        mask = state_dict.get(prefix + 'decode_head.unseen_mask')
-        if mask is not None:
-            self._check_split_of(self.cfg, mask)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-
-    def _check_split_of(self, config, unseen_mask) -> None:
-        """Refuse ``config`` when the unseen classes of its test (else val)
-        dataset are not those of ``unseen_mask`` (the checkpoint's split).
-        A top-level ``allow_split_change=True`` skips the check."""
-        if config is None or config.get('allow_split_change', False) or \
-                not bool(unseen_mask.any()):
-            return  # no config yet, or weights without a split
-        from mmseg_sign.datasets import dataset_metainfo_from_cfg
-        for key in ('test_dataloader', 'val_dataloader'):
-            loader = config.get(key) or {}
-            meta = dataset_metainfo_from_cfg(loader.get('dataset'))
-            if meta is None:
-                continue
-            names = getattr(self.decode_head, 'class_names', None) or \
-                meta['classes']
-            if len(names) != unseen_mask.numel():
-                return  # the class-count check is the strict loader's
-            trained = tuple(n for n, f in zip(names, unseen_mask.tolist())
-                            if f)
-            wanted = tuple(meta['unseen_classes'])
-            if {n.strip() for n in wanted} != {n.strip() for n in trained}:
-                raise ValueError(
-                    f'The loaded weights were trained with the unseen '
-                    f'classes {trained} (decode_head.unseen_mask), but the '
-                    f'config\'s {key}.dataset has {wanted}: its results '
-                    'would be read with another split. Use the config the '
-                    'model was trained with (or its split), or set '
-                    '`allow_split_change=True` in the config (e.g. '
-                    "cfg_options={'allow_split_change': True}) for a "
-                    'deliberate cross-split study.')
-            return
 
     def set_stage(self, name: str, **stage_cfg) -> None:
         """Switch to stage ``name`` with its options (defaults filled in
@@ -306,30 +130,6 @@ class ZeroShotEncoderDecoder(EncoderDecoder):
         log_vars['loss'] = sum(v for k, v in log_vars.items()
                                if k.startswith('loss'))
         return log_vars
-
-    def _refuse_unseen_labels(self, data_samples) -> None:
-        """No training batch may label a pixel with an unseen class (it
-        would be learnt from its labels: no zero-shot result)."""
-        head = self.decode_head
-        unseen = head.unseen_mask.nonzero().flatten()
-        if not len(unseen):
-            return
-        labels = torch.cat([s.gt_sem_seg.data.flatten()
-                            for s in data_samples])
-        labels = labels[(labels >= 0) & (labels < head.num_classes)]
-        counts = torch.bincount(labels, minlength=head.num_classes)
-        found = counts[unseen] > 0
-        if bool(found.any()):
-            names = [head.class_names[i] for i in unseen[found].tolist()]
-            raise ValueError(
-                f'A training batch labels pixels with the unseen classes '
-                f'{names}: the model would learn them from their labels. '
-                "Put dict(type='MaskUnseenClasses') right after "
-                'LoadAnnotations in the training pipeline (zero-shot '
-                'datasets insert it themselves when they are built with a '
-                'training pipeline; this batch came from another dataset '
-                'or a pipeline taken for an evaluation one), or set '
-                'drop_unseen_images=True on the dataset.')
 
     def _require(self, optim_wrapper: OptimWrapperDict, *names):
         missing = [n for n in names if n not in optim_wrapper]

@@ -32,7 +32,7 @@ from typing import Callable
 
 import torch
 import torch.nn as nn
-from mmengine.dist import broadcast, get_world_size
+from mmengine.dist import all_reduce_params, broadcast, get_world_size
 # the Runner looks model wrappers up in mmengine's root registry, which does
 # not search mmseg's child registry
 from mmengine.registry import MODEL_WRAPPERS
@@ -173,3 +173,37 @@ class ZeroShotDataParallel(nn.Module):
 
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)
+
+
+def update_params(optim_wrapper: OptimWrapper, loss: torch.Tensor) -> None:
+    """``OptimWrapper.update_params`` with the gradients averaged over
+    processes before the step.
+
+    In distributed training the loss is computed inside the wrapper's
+    ``grad_sync`` DDP (:meth:`ZeroShotEncoderDecoder._losses_for`, attached by
+    ``ZeroShotDataParallel``), whose reducer all-reduces the gradients
+    while backward runs. Without one (a model stepped outside
+    ``ZeroShotDataParallel``) the gradients of exactly this wrapper's
+    parameters are averaged here, after backward. Either way every rank
+    steps the same gradients; a parameter no rank reached gets a zero
+    gradient, as one reached only elsewhere does.
+    """
+    sync = getattr(optim_wrapper, 'grad_sync', None)
+    if sync is not None:
+        loss = sync.pop_anchor(loss)
+    loss = optim_wrapper.scale_loss(loss)
+    optim_wrapper.backward(loss)
+    if not optim_wrapper.should_update():
+        return
+    if sync is None and get_world_size() > 1:
+        # DDP's reducer gave every parameter of its group an averaged
+        # gradient already (its anchor reaches them all); by hand here
+        grads = []
+        for group in optim_wrapper.optimizer.param_groups:
+            for p in group['params']:
+                if p.grad is None:  # every rank must step the same list
+                    p.grad = torch.zeros_like(p)
+                grads.append(p.grad)
+        all_reduce_params(grads, op='mean')
+    optim_wrapper.step()
+    optim_wrapper.zero_grad()
