@@ -19,13 +19,10 @@ The new classes are unseen classes of the grown model.
     save_grown(model, cfg, 'work_dirs/plus_river')
 """
 import copy
-import json
 import logging
 import os
 import os.path as osp
 import pickle
-import sys
-from collections.abc import Mapping
 from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -38,177 +35,23 @@ from mmengine.runner import Runner
 from mmengine.runner.checkpoint import (_load_checkpoint,
                                         _load_checkpoint_to_model,
                                         save_checkpoint, weights_to_cpu)
-from mmengine.utils import ProgressBar
 from torch import nn
 
-from mmseg.registry import DATASETS, MODELS
-from .. import embeddings  # its builder needs gensim: looked up at use
-from ..datasets.zero_shot import mask_unseen_labels
-from ..embeddings.table import read_class_embeddings, save_class_embeddings
+from mmseg.registry import MODELS
+from ..embeddings.table import save_class_embeddings
 from ..engine.hooks.strict_checkpoint_hook import checkpoint_mismatches
-from ..structures.stage_plan import StagePlan, stage_options
 from ..utils.state_dict import strip_module_prefix
+from .class_vectors import new_class_vectors
+from .grown_config import (_dump_config, grown_config, new_palette,
+                           self_train_config, unlisted_classes)
 from .outputs import (AddClassesError, atomic_write, check_out_dir,
                       clear_owned, input_paths)
+from .refit import plan_stage, real_batches, refit_classifier, refit_plan
 
 #: What the refit trains (``refit=``): the transfer stage's C with the
 #: shared trunk, ``conv_seg`` (every class's output), or the new classes'
 #: outputs only (the old ones stay exactly as trained).
 REFIT_MODES = ('trunk+classifier', 'classifier', 'new')
-
-
-# ------------------------------------------------------------------ inputs
-def _read_synonyms(synonyms):
-    """A synonym mapping, or the one in a JSON file."""
-    if synonyms is None or isinstance(synonyms, Mapping):
-        return synonyms
-    try:
-        with open(synonyms, encoding='utf-8') as f:
-            value = json.load(f)
-    except json.JSONDecodeError as err:
-        raise AddClassesError(
-            f'synonyms file {synonyms} is not valid JSON ({err}); it holds '
-            'one object, class name -> word(s), e.g. {"tvmonitor": '
-            '"tv monitor"}.') from None
-    except OSError as err:
-        raise AddClassesError(f'cannot read the synonyms file {synonyms}: '
-                              f'{err}') from None
-    if not isinstance(value, dict):
-        raise AddClassesError(
-            f'synonyms file {synonyms} holds a {type(value).__name__}; it '
-            'must hold one object, class name -> word(s).')
-    return value
-
-
-def new_class_vectors(names, vectors=None, source=None, synonyms=None,
-                      normalize=True, use_default_synonyms=True,
-                      fasttext_oov=False) -> np.ndarray:
-    """``[n, D]`` embeddings of ``names``: ``vectors`` (an array, or a
-    class-embedding table ``.npz`` holding the names) or built from
-    ``source`` (word-vector sources as for
-    :func:`~mmseg_sign.embeddings.build_class_embeddings`)."""
-    if (vectors is None) == (source is None):
-        raise AddClassesError('give exactly one of `vectors` (an array or a '
-                              'table .npz holding the new names) and '
-                              '`source` (word-vector sources).')
-    try:
-        if isinstance(vectors, (str, os.PathLike)):
-            table_names, table = read_class_embeddings(vectors)
-            index = {n.strip(): i for i, n in enumerate(table_names)}
-            missing = [n for n in names if n.strip() not in index]
-            if missing:
-                raise AddClassesError(
-                    f'{vectors} has no rows for {missing}; it holds '
-                    f'{", ".join(table_names)}.')
-            return table[[index[n.strip()] for n in names]]
-        if vectors is not None:
-            return np.asarray(vectors, dtype=np.float32)
-        return embeddings.build_class_embeddings(
-            names, source, synonyms=_read_synonyms(synonyms),
-            normalize=normalize, use_default_synonyms=use_default_synonyms,
-            fasttext_oov=fasttext_oov)
-    except AddClassesError:
-        raise
-    except (KeyError, ValueError, OSError, pickle.UnpicklingError) as err:
-        raise AddClassesError(str(err)) from err
-
-
-def plan_stage(cfg, name: str) -> Optional[dict]:
-    """The first stage ``name`` of the config's plan (options filled in),
-    or ``None``."""
-    found = StagePlan.from_config(cfg)
-    return next((dict(s) for s in found[1] if s['name'] == name),
-                None) if found else None
-
-
-def refit_plan(cfg, iters: Optional[int]):
-    """``(iters, stage options, optimizer)``: the transfer stage of the
-    config's plan (its weights and length, or ``iters``) and the config's
-    ``transfer`` optimizer."""
-    transfer = plan_stage(cfg, 'transfer') or dict(name='transfer',
-                                                   iters=1000)
-    opts = stage_options(0, dict(transfer, mode='classifier'))
-    optimizer = (cfg.get('optim_wrapper', None) or {}).get(
-        'transfer', {}).get('optimizer',
-                            dict(type='Adam', lr=1e-4, betas=(0.5, 0.999)))
-    return iters or transfer['iters'], opts, optimizer
-
-
-def real_batches(cfg, seed: int):
-    """An endless iterator over the training data, or ``None`` (the reason
-    in the log) when its files cannot be read (the refit then uses
-    generated features only; ``real=False`` asks for that). A config whose
-    ``train_dataloader`` lacks a key it needs is an error naming the key,
-    not a silent fallback."""
-    if cfg.get('train_dataloader', None) is None:
-        raise AddClassesError(
-            'the config has no train_dataloader, which the refit reads its '
-            'real batches from; give the config the model was trained with '
-            '(or real=False / --no-real to refit on generated features '
-            'only).')
-    try:
-        loader = Runner.build_dataloader(
-            copy.deepcopy(cfg.train_dataloader), seed=seed)
-        dataset = loader.dataset
-        mask_unseen_labels(dataset, insert=True)
-        if not len(dataset):
-            raise FileNotFoundError('the training dataset is empty')
-    except KeyError as err:
-        raise AddClassesError(
-            'building the config\'s train_dataloader failed on a missing '
-            f'key: {err.args[0] if err.args else err}. Fix the config, or '
-            'pass real=False (--no-real) to refit on generated features '
-            'only.'
-        ) from err
-    except (OSError, ValueError, AttributeError) as err:
-        print_log(f'add_classes: the training data is not reachable ({err}); '
-                  'C is refit on generated features only.', logger='current')
-        return None
-
-    def endless():
-        while True:
-            yield from loader
-
-    return endless()
-
-
-def _dataset_leaves(dataset):
-    """The leaf dataset configs of a (concatenated, repeated) dataset."""
-    if not isinstance(dataset, Mapping):
-        return
-    if 'datasets' in dataset:
-        for d in dataset['datasets']:
-            yield from _dataset_leaves(d)
-    elif dataset.get('type') in ('RepeatDataset', 'ClassBalancedDataset'):
-        yield from _dataset_leaves(dataset.get('dataset'))
-    else:
-        yield dataset
-
-
-def unlisted_classes(cfg, names: Sequence[str]) -> dict:
-    """``{dataset type: [names]}``: the ``names`` that a dataset of the
-    config's loaders does not list in its ``METAINFO`` (mmseg refuses such a
-    class list when it builds the dataset)."""
-    found = {}
-    for key in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        loader = cfg.get(key, None)
-        if not isinstance(loader, Mapping):
-            continue
-        for leaf in _dataset_leaves(loader.get('dataset')):
-            dtype = leaf.get('type')
-            if dtype == 'ZeroShotDataset':
-                inner = leaf.get('dataset')
-                dtype = inner.get('type') if isinstance(
-                    inner, Mapping) else leaf.get('dataset_type')
-            cls = DATASETS.get(dtype) if isinstance(dtype, str) else dtype
-            classes = getattr(cls, 'METAINFO', {}).get('classes') \
-                if isinstance(cls, type) else None
-            if classes is None:
-                continue
-            missing = [n for n in names if n not in classes]
-            if missing:
-                found[cls.__name__] = missing
-    return found
 
 
 # ------------------------------------------------------------------- model
@@ -245,139 +88,11 @@ def _load_strict(model: nn.Module, checkpoint: str, config_name: str):
     return ckpt
 
 
-def refit_classifier(model, iters: int, opts: dict, optimizer_cfg: dict,
-                     batches, refit: str = 'classifier', num_new: int = 0,
-                     pixels: int = 4096) -> None:
-    """The transfer stage's classifier step (eq. 9) ``iters`` times: E, SIM
-    and G frozen; C learns from real seen features (``batches``) and
-    generated features of every class. ``refit``: one of
-    :data:`REFIT_MODES`."""
-    from mmengine.optim import build_optim_wrapper
-    head = model.decode_head
-    modules = [head.conv_seg]
-    if refit == 'trunk+classifier' and head.classifier == 'shared_trunk':
-        modules.append(head.trunk)
-    for p in model.parameters():
-        p.requires_grad_(False)
-    for m in modules:
-        m.requires_grad_(True)
-    optim = build_optim_wrapper(
-        nn.ModuleList(modules),
-        dict(type='OptimWrapper', optimizer=dict(optimizer_cfg)))
-    conv = head.conv_seg
-    old = conv.out_channels - num_new
-    kept = [conv.weight[:old].detach().clone(),
-            conv.bias[:old].detach().clone()]
-    model.eval()
-    head.train()  # dropout before C and in G, as in the transfer stage
-    like = head.class_embedding
-    bar = ProgressBar(iters)
-    for it in range(iters):
-        if batches is not None:
-            data = model.data_preprocessor(next(batches), True)
-            with torch.no_grad():
-                feats = model.extract_feat(data['inputs'])
-            losses = head.loss_transfer(feats, data['data_samples'],
-                                        opts['real_weight'],
-                                        opts['synth_weight'])
-        else:
-            losses = dict(loss_ce_synth=head.loss_synthetic(
-                pixels, like, opts['synth_weight']))
-        loss = sum(losses.values())
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f'add_classes: non-finite loss at '
-                                     f'iteration {it + 1}: {losses}')
-        optim.update_params(loss)
-        if refit == 'new':  # the old outputs stay as trained
-            with torch.no_grad():
-                conv.weight[:old] = kept[0]
-                conv.bias[:old] = kept[1]
-        bar.update()
-    sys.stdout.write('\n')
-    for p in model.parameters():
-        p.requires_grad_(True)
-    model.eval()
-
-
-# ----------------------------------------------------------------- configs
-def _set_split(dataset, classes, unseen) -> None:
-    """Give a dataset config (and wrapped ones) the grown class list."""
-    if not isinstance(dataset, dict):
-        return
-    if 'datasets' in dataset:  # ConcatDataset
-        for d in dataset['datasets']:
-            _set_split(d, classes, unseen)
-        return
-    if dataset.get('type') in ('RepeatDataset', 'ClassBalancedDataset'):
-        _set_split(dataset['dataset'], classes, unseen)
-        return
-    for d in (dataset, dataset.get('dataset')):
-        if isinstance(d, dict):
-            d.pop('held_out_classes', None)
-            d.pop('seen_classes', None)
-            d.pop('unseen_classes', None)
-            if isinstance(d.get('metainfo'), dict):
-                for key in ('held_out_classes', 'seen_classes',
-                            'unseen_classes', 'classes'):
-                    d['metainfo'].pop(key, None)
-    dataset['metainfo'] = dict(dataset.get('metainfo') or {},
-                               classes=list(classes),
-                               unseen_classes=list(unseen))
-
-
-def grown_config(cfg, classes, unseen, table_path) -> Config:
-    """The config with the grown class list: ``num_classes``, the table,
-    the split of the head, the datasets and the evaluators."""
-    cfg = copy.deepcopy(cfg)
-    head = cfg.model.decode_head
-    head.num_classes = len(classes)
-    head.class_embeddings = table_path
-    head.pop('held_out_classes', None)
-    if head.get('unseen_classes') is not None:
-        head.unseen_classes = list(unseen)
-    for key in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        if cfg.get(key):
-            _set_split(cfg[key].get('dataset'), classes, unseen)
-    for key in ('val_evaluator', 'test_evaluator'):
-        metrics = cfg.get(key)
-        for metric in metrics if isinstance(metrics, list) else [metrics]:
-            if isinstance(metric, dict) and metric.get('unseen_classes'):
-                metric['unseen_classes'] = list(unseen)
-    cfg.load_from = None
-    cfg.resume = False
-    return cfg
-
-
-def self_train_config(cfg, stage: dict, load_from: str, work_dir: str,
-                      seed: int) -> Config:
-    """The grown config with a plan of one self-training ``stage`` that
-    starts from ``load_from`` (the refit model)."""
-    cfg = copy.deepcopy(cfg)
-    hooks = [h for h in cfg.get('custom_hooks', [])
-             if h.get('type') != 'SIGNStageHook']
-    cfg.custom_hooks = [dict(type='SIGNStageHook', stages=[stage]), *hooks]
-    cfg.load_from = load_from
-    cfg.resume = False
-    cfg.work_dir = work_dir
-    cfg.randomness = dict(cfg.get('randomness') or {}, seed=seed)
-    return cfg
-
-
-def new_palette(count: int, seed: int = 0) -> list:
-    """``count`` random colours for the added classes."""
-    rng = np.random.default_rng(seed)
-    return [list(map(int, rng.integers(0, 256, 3))) for _ in range(count)]
-
-
 def _save_model(model, meta, path) -> None:
     """An inference checkpoint (``meta`` and the weights, on the CPU),
     written atomically."""
     ckpt = dict(meta=meta, state_dict=weights_to_cpu(model.state_dict()))
     atomic_write(path, lambda tmp: save_checkpoint(ckpt, tmp))
-
-
-def _dump_config(cfg: Config, path: str) -> None:
-    atomic_write(path, cfg.dump)
 
 
 def _check_count(name, value):
@@ -417,7 +132,7 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
         checkpoint (str, optional): the model's checkpoint (only read);
             ``None`` with a model that is already loaded.
         names (Sequence[str]): the classes to add.
-        vectors: their embeddings, ``[n, D]`` (the table's width), or a
+        vectors: their ``[n, D]`` (the table's width), or a
             class-embedding table ``.npz`` holding the names.
         source: instead of ``vectors``, word-vector sources as for
             :func:`~mmseg_sign.embeddings.build_class_embeddings` (the

@@ -1,0 +1,67 @@
+"""The new classes' embeddings for :func:`~mmseg_sign.apis.add_classes`:
+given, or built from word-vector sources like the model's table."""
+import json
+import os
+import pickle
+from collections.abc import Mapping
+
+import numpy as np
+
+from .. import embeddings  # its builder needs gensim: looked up at use
+from ..embeddings.table import read_class_embeddings
+from .outputs import AddClassesError
+
+
+def _read_synonyms(synonyms):
+    """A synonym mapping, or the one in a JSON file."""
+    if synonyms is None or isinstance(synonyms, Mapping):
+        return synonyms
+    try:
+        with open(synonyms, encoding='utf-8') as f:
+            value = json.load(f)
+    except json.JSONDecodeError as err:
+        raise AddClassesError(
+            f'synonyms file {synonyms} is not valid JSON ({err}); it holds '
+            'one object, class name -> word(s), e.g. {"tvmonitor": '
+            '"tv monitor"}.') from None
+    except OSError as err:
+        raise AddClassesError(f'cannot read the synonyms file {synonyms}: '
+                              f'{err}') from None
+    if not isinstance(value, dict):
+        raise AddClassesError(
+            f'synonyms file {synonyms} holds a {type(value).__name__}; it '
+            'must hold one object, class name -> word(s).')
+    return value
+
+
+def new_class_vectors(names, vectors=None, source=None, synonyms=None,
+                      normalize=True, use_default_synonyms=True,
+                      fasttext_oov=False) -> np.ndarray:
+    """``[n, D]`` embeddings of ``names``: ``vectors`` (an array, or a
+    class-embedding table ``.npz`` holding the names) or built from
+    ``source`` (word-vector sources as for
+    :func:`~mmseg_sign.embeddings.build_class_embeddings`)."""
+    if (vectors is None) == (source is None):
+        raise AddClassesError('give exactly one of `vectors` (an array or a '
+                              'table .npz holding the new names) and '
+                              '`source` (word-vector sources).')
+    try:
+        if isinstance(vectors, (str, os.PathLike)):
+            table_names, table = read_class_embeddings(vectors)
+            index = {n.strip(): i for i, n in enumerate(table_names)}
+            missing = [n for n in names if n.strip() not in index]
+            if missing:
+                raise AddClassesError(
+                    f'{vectors} has no rows for {missing}; it holds '
+                    f'{", ".join(table_names)}.')
+            return table[[index[n.strip()] for n in names]]
+        if vectors is not None:
+            return np.asarray(vectors, dtype=np.float32)
+        return embeddings.build_class_embeddings(
+            names, source, synonyms=_read_synonyms(synonyms),
+            normalize=normalize, use_default_synonyms=use_default_synonyms,
+            fasttext_oov=fasttext_oov)
+    except AddClassesError:
+        raise
+    except (KeyError, ValueError, OSError, pickle.UnpicklingError) as err:
+        raise AddClassesError(str(err)) from err

@@ -1,0 +1,124 @@
+"""The config of a model grown by :func:`~mmseg_sign.apis.add_classes`:
+the grown class list, its split and table, and the self-training run on
+it."""
+import copy
+from collections.abc import Mapping
+from typing import Sequence
+
+import numpy as np
+from mmengine.config import Config
+
+from mmseg.registry import DATASETS
+from .outputs import atomic_write
+
+
+def _dataset_leaves(dataset):
+    """The leaf dataset configs of a (concatenated, repeated) dataset."""
+    if not isinstance(dataset, Mapping):
+        return
+    if 'datasets' in dataset:
+        for d in dataset['datasets']:
+            yield from _dataset_leaves(d)
+    elif dataset.get('type') in ('RepeatDataset', 'ClassBalancedDataset'):
+        yield from _dataset_leaves(dataset.get('dataset'))
+    else:
+        yield dataset
+
+
+def unlisted_classes(cfg, names: Sequence[str]) -> dict:
+    """``{dataset type: [names]}``: the ``names`` that a dataset of the
+    config's loaders does not list in its ``METAINFO`` (mmseg refuses such a
+    class list when it builds the dataset)."""
+    found = {}
+    for key in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        loader = cfg.get(key, None)
+        if not isinstance(loader, Mapping):
+            continue
+        for leaf in _dataset_leaves(loader.get('dataset')):
+            dtype = leaf.get('type')
+            if dtype == 'ZeroShotDataset':
+                inner = leaf.get('dataset')
+                dtype = inner.get('type') if isinstance(
+                    inner, Mapping) else leaf.get('dataset_type')
+            cls = DATASETS.get(dtype) if isinstance(dtype, str) else dtype
+            classes = getattr(cls, 'METAINFO', {}).get('classes') \
+                if isinstance(cls, type) else None
+            if classes is None:
+                continue
+            missing = [n for n in names if n not in classes]
+            if missing:
+                found[cls.__name__] = missing
+    return found
+
+
+def _set_split(dataset, classes, unseen) -> None:
+    """Give a dataset config (and wrapped ones) the grown class list."""
+    if not isinstance(dataset, dict):
+        return
+    if 'datasets' in dataset:  # ConcatDataset
+        for d in dataset['datasets']:
+            _set_split(d, classes, unseen)
+        return
+    if dataset.get('type') in ('RepeatDataset', 'ClassBalancedDataset'):
+        _set_split(dataset['dataset'], classes, unseen)
+        return
+    for d in (dataset, dataset.get('dataset')):
+        if isinstance(d, dict):
+            d.pop('held_out_classes', None)
+            d.pop('seen_classes', None)
+            d.pop('unseen_classes', None)
+            if isinstance(d.get('metainfo'), dict):
+                for key in ('held_out_classes', 'seen_classes',
+                            'unseen_classes', 'classes'):
+                    d['metainfo'].pop(key, None)
+    dataset['metainfo'] = dict(dataset.get('metainfo') or {},
+                               classes=list(classes),
+                               unseen_classes=list(unseen))
+
+
+def grown_config(cfg, classes, unseen, table_path) -> Config:
+    """The config with the grown class list: ``num_classes``, the table,
+    the split of the head, the datasets and the evaluators."""
+    cfg = copy.deepcopy(cfg)
+    head = cfg.model.decode_head
+    head.num_classes = len(classes)
+    head.class_embeddings = table_path
+    head.pop('held_out_classes', None)
+    if head.get('unseen_classes') is not None:
+        head.unseen_classes = list(unseen)
+    for key in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        if cfg.get(key):
+            _set_split(cfg[key].get('dataset'), classes, unseen)
+    for key in ('val_evaluator', 'test_evaluator'):
+        metrics = cfg.get(key)
+        for metric in metrics if isinstance(metrics, list) else [metrics]:
+            if isinstance(metric, dict) and metric.get('unseen_classes'):
+                metric['unseen_classes'] = list(unseen)
+    cfg.load_from = None
+    cfg.resume = False
+    return cfg
+
+
+def self_train_config(cfg, stage: dict, load_from: str, work_dir: str,
+                      seed: int) -> Config:
+    """The grown config with a plan of one self-training ``stage`` that
+    starts from ``load_from`` (the refit model)."""
+    cfg = copy.deepcopy(cfg)
+    hooks = [h for h in cfg.get('custom_hooks', [])
+             if h.get('type') != 'SIGNStageHook']
+    cfg.custom_hooks = [dict(type='SIGNStageHook', stages=[stage]), *hooks]
+    cfg.load_from = load_from
+    cfg.resume = False
+    cfg.work_dir = work_dir
+    cfg.randomness = dict(cfg.get('randomness') or {}, seed=seed)
+    return cfg
+
+
+def new_palette(count: int, seed: int = 0) -> list:
+    """``count`` random colours for the added classes."""
+    rng = np.random.default_rng(seed)
+    return [list(map(int, rng.integers(0, 256, 3))) for _ in range(count)]
+
+
+def _dump_config(cfg: Config, path: str) -> None:
+    atomic_write(path, cfg.dump)

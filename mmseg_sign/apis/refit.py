@@ -1,0 +1,130 @@
+"""The refit of C in :func:`~mmseg_sign.apis.add_classes`: the transfer
+stage's classifier step (paper eq. 8-9) on the grown class list, on
+generated features of every class plus real seen features when the
+training data is reachable."""
+import copy
+import sys
+from typing import Optional
+
+import torch
+from mmengine.logging import print_log
+from mmengine.runner import Runner
+from mmengine.utils import ProgressBar
+from torch import nn
+
+from ..datasets.zero_shot import mask_unseen_labels
+from ..structures.stage_plan import StagePlan, stage_options
+from .outputs import AddClassesError
+
+
+def plan_stage(cfg, name: str) -> Optional[dict]:
+    """The first stage ``name`` of the config's plan (options filled in),
+    or ``None``."""
+    found = StagePlan.from_config(cfg)
+    return next((dict(s) for s in found[1] if s['name'] == name),
+                None) if found else None
+
+
+def refit_plan(cfg, iters: Optional[int]):
+    """``(iters, stage options, optimizer)``: the transfer stage of the
+    config's plan (its weights and length, or ``iters``) and the config's
+    ``transfer`` optimizer."""
+    transfer = plan_stage(cfg, 'transfer') or dict(name='transfer',
+                                                   iters=1000)
+    opts = stage_options(0, dict(transfer, mode='classifier'))
+    optimizer = (cfg.get('optim_wrapper', None) or {}).get(
+        'transfer', {}).get('optimizer',
+                            dict(type='Adam', lr=1e-4, betas=(0.5, 0.999)))
+    return iters or transfer['iters'], opts, optimizer
+
+
+def real_batches(cfg, seed: int):
+    """An endless iterator over the training data, or ``None`` (the reason
+    in the log) when its files cannot be read (the refit then uses
+    generated features only; ``real=False`` asks for that). A config whose
+    ``train_dataloader`` lacks a key it needs is an error naming the key,
+    not a silent fallback."""
+    if cfg.get('train_dataloader', None) is None:
+        raise AddClassesError(
+            'the config has no train_dataloader, which the refit reads its '
+            'real batches from; give the config the model was trained with '
+            '(or real=False / --no-real to refit on generated features '
+            'only).')
+    try:
+        loader = Runner.build_dataloader(
+            copy.deepcopy(cfg.train_dataloader), seed=seed)
+        dataset = loader.dataset
+        mask_unseen_labels(dataset, insert=True)
+        if not len(dataset):
+            raise FileNotFoundError('the training dataset is empty')
+    except KeyError as err:
+        raise AddClassesError(
+            'building the config\'s train_dataloader failed on a missing '
+            f'key: {err.args[0] if err.args else err}. Fix the config, or '
+            'pass real=False (--no-real) to refit on generated features '
+            'only.'
+        ) from err
+    except (OSError, ValueError, AttributeError) as err:
+        print_log(f'add_classes: the training data is not reachable ({err}); '
+                  'C is refit on generated features only.', logger='current')
+        return None
+
+    def endless():
+        while True:
+            yield from loader
+
+    return endless()
+
+
+def refit_classifier(model, iters: int, opts: dict, optimizer_cfg: dict,
+                     batches, refit: str = 'classifier', num_new: int = 0,
+                     pixels: int = 4096) -> None:
+    """The transfer stage's classifier step (eq. 9) ``iters`` times: E, SIM
+    and G frozen; C learns from real seen features (``batches``) and
+    generated features of every class. ``refit``: one of
+    :data:`REFIT_MODES`."""
+    from mmengine.optim import build_optim_wrapper
+    head = model.decode_head
+    modules = [head.conv_seg]
+    if refit == 'trunk+classifier' and head.classifier == 'shared_trunk':
+        modules.append(head.trunk)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for m in modules:
+        m.requires_grad_(True)
+    optim = build_optim_wrapper(
+        nn.ModuleList(modules),
+        dict(type='OptimWrapper', optimizer=dict(optimizer_cfg)))
+    conv = head.conv_seg
+    old = conv.out_channels - num_new
+    kept = [conv.weight[:old].detach().clone(),
+            conv.bias[:old].detach().clone()]
+    model.eval()
+    head.train()  # dropout before C and in G, as in the transfer stage
+    like = head.class_embedding
+    bar = ProgressBar(iters)
+    for it in range(iters):
+        if batches is not None:
+            data = model.data_preprocessor(next(batches), True)
+            with torch.no_grad():
+                feats = model.extract_feat(data['inputs'])
+            losses = head.loss_transfer(feats, data['data_samples'],
+                                        opts['real_weight'],
+                                        opts['synth_weight'])
+        else:
+            losses = dict(loss_ce_synth=head.loss_synthetic(
+                pixels, like, opts['synth_weight']))
+        loss = sum(losses.values())
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f'add_classes: non-finite loss at '
+                                     f'iteration {it + 1}: {losses}')
+        optim.update_params(loss)
+        if refit == 'new':  # the old outputs stay as trained
+            with torch.no_grad():
+                conv.weight[:old] = kept[0]
+                conv.bias[:old] = kept[1]
+        bar.update()
+    sys.stdout.write('\n')
+    for p in model.parameters():
+        p.requires_grad_(True)
+    model.eval()
