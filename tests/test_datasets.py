@@ -249,7 +249,7 @@ def test_image_size_falls_back_only_for_unreadable_images(tmp_path):
     import numpy as np
     from PIL import Image
 
-    from mmseg_sign.datasets.zero_shot import _image_size
+    from mmseg_sign.datasets.pipeline_checks import _image_size
     good = tmp_path / 'a.png'
     Image.fromarray(np.zeros((5, 7, 3), np.uint8)).save(good)
     dataset = SimpleNamespace(backend_args=None)

@@ -11,11 +11,9 @@ The resolved split is stored in ``dataset.metainfo`` as ``seen_classes`` and
 ``MaskUnseenClasses`` transform and ``GZSLIoUMetric`` all read one source.
 """
 import copy
-import io
 import logging
 from typing import List, Optional, Sequence
 
-import mmengine.fileio as fileio
 import numpy as np
 from mmengine.logging import print_log
 
@@ -23,6 +21,7 @@ from mmseg.datasets import BaseSegDataset
 from mmseg.registry import DATASETS
 from ..structures.class_split import (ClassRefs, _as_list, resolve_class_refs,
                                       resolve_split, split_into_metainfo)
+from .pipeline_checks import _draws_at_random, _image_size, _swap_loaders
 
 def _refuse_held_out_in_split(where: str, held_out: Sequence[str],
                               **split) -> None:
@@ -385,72 +384,6 @@ def mask_unseen_labels(dataset, insert: bool = False) -> None:
                   *getattr(dataset, 'datasets', [])]:
         if inner is not None:
             mask_unseen_labels(inner, insert)
-
-
-def _swap_loaders(pipeline, dataset) -> list:
-    """Put :class:`CheckedLoadAnnotations` in place of every mmseg
-    ``LoadAnnotations`` of ``pipeline`` (nested ``Compose``, ``TestTimeAug``
-    ...); refuse one whose ``reduce_zero_label`` contradicts the dataset's.
-    Returns the label loaders."""
-    from mmseg.datasets.transforms import LoadAnnotations
-
-    from .transforms.zero_shot import checked_load_annotations
-    found = []
-
-    def visit(container):
-        items = container if isinstance(container, list) else None
-        if items is None:
-            return
-        for i, t in enumerate(items):
-            if isinstance(t, LoadAnnotations):
-                given = t.reduce_zero_label
-                have = getattr(dataset, 'reduce_zero_label', False)
-                if given is not None and bool(given) != bool(have):
-                    raise ValueError(
-                        f'{type(dataset).__name__}: LoadAnnotations('
-                        f'reduce_zero_label={given}) in the pipeline, but '
-                        f'the dataset has reduce_zero_label={have}; set it '
-                        'on the dataset only (LoadAnnotations takes the '
-                        "dataset's).")
-                items[i] = checked_load_annotations(t)
-                found.append(items[i])
-            for attr in ('transforms', 'subroutines'):
-                inner = getattr(t, attr, None)
-                if inner is not None:
-                    visit(getattr(inner, 'transforms', inner))
-
-    visit(pipeline.transforms)
-    return found
-
-
-#: Transforms that draw at random without ``Random`` in their name.
-_RANDOM_TRANSFORMS = ('PhotoMetricDistortion', 'Albu',
-                      'BioMedicalGaussianNoise', 'BioMedicalGaussianBlur')
-
-
-def _draws_at_random(transform) -> bool:
-    """Whether a (top-level) transform augments at random, i.e. belongs to
-    a training pipeline."""
-    cls = type(transform)
-    return ('Random' in cls.__name__ or cls.__name__ in _RANDOM_TRANSFORMS
-            or bool(getattr(cls, '_methods_with_randomness', None)))
-
-
-def _image_size(info: dict, dataset):
-    """``(h, w)`` of a data info's image from its header, or ``None`` when
-    there is none or PIL cannot read it (missing, damaged, or a format only
-    OpenCV reads: an ``OSError``): the label's size is then not compared
-    here, and ``LoadImageFromFile`` reports an image it cannot read."""
-    from PIL import Image
-    path = info.get('img_path')
-    if not path:
-        return None
-    try:
-        with Image.open(io.BytesIO(fileio.get(
-                path, getattr(dataset, 'backend_args', None)))) as img:
-            return img.size[1], img.size[0]
-    except OSError:  # PIL's UnidentifiedImageError is one
-        return None
 
 
 @DATASETS.register_module()
