@@ -1,7 +1,8 @@
 """CaGNet / SIGN published word vectors -> class-embedding tables.
 
-The real files are read from ``shared/reference/cagnet_word_vectors`` (next
-to the repository) or ``$SIGN_CAGNET_WORD_VECTORS``; tests that need them
+The real files (CaGNet's published embeddings) are read from
+``$SIGN_CAGNET_WORD_VECTORS`` or the project's shared reference folder next
+to the checkout; tests that need them
 are skipped when absent.
 """
 import os

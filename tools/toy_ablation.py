@@ -175,7 +175,7 @@ optim_wrapper = dict(
     f"iters={TRANSFER}, mode='classifier', real_weight=1.0, "
     "synth_weight=1.0)]), dict(type='TorchRNGStateHook')]",
 }
-# the released code's details of authors_recipe R2, R3, R8 (adopted in the
+# the released code's details (docs/reproduction.md) (adopted in the
 # paper configs), each switched on alone in the toy model
 RELEASED_VARIANTS = {
     "released: MMD sqrt(½·MMD²) per class (mmd_estimator='released')":

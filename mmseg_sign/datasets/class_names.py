@@ -1,7 +1,8 @@
 """Class lists and default zero-shot splits of the supported benchmarks.
 
-The lists follow ``shared/reference/classes`` (SPNet / CaGNet / SIGN order);
-the unseen splits follow ``protocols.md``.
+The lists follow the class order of SPNet / CaGNet / SIGN (CaGNet's
+repository, ``dataloaders/*.py``); the unseen splits are the papers' (SIGN,
+section 4.1; docs/reproduction.md).
 """
 
 VOC20_CLASSES = (

@@ -5,7 +5,7 @@
 A table has one row per class: for every word-vector source the mean of
 the vectors of the class's words, L2-normalised; the sources concatenated
 in order (word2vec 300 ‖ fastText 300 = 600 dims by default); and the
-whole row L2-normalised (``protocols.md``). A source may also be the text
+whole row L2-normalised (CaGNet's released tables, docs/reproduction.md). A source may also be the text
 tower of a local CLIP checkpoint (``dict(path=..., format='clip')``, see
 :mod:`.clip`): its part is the template-averaged CLIP embedding of the
 class's words, L2-normalised like any other part.

@@ -12,7 +12,7 @@ A class name is turned into words in three steps:
    thing, and would pull every such class towards the vector of "other".
 3. The text is split on spaces, hyphens and underscores
    (``'wall-concrete'`` -> ``['wall', 'concrete']``). The class vector is
-   the mean of the word vectors (``protocols.md``).
+   the mean of the word vectors (CaGNet's released tables, docs/reproduction.md).
 """
 import re
 from typing import Dict, List, Mapping, Optional, Sequence, Union

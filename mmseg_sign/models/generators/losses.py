@@ -19,7 +19,7 @@ def class_mmd_loss(real: Tensor, fake: Tensor, labels: Tensor,
     summed over the *variances* ``v``. ``estimator='squared'``: the biased
     MMD² of each class, summed over classes (eq. 5); ``'released'``: the
     authors' ``sqrt(½·MMD²)`` of each class, averaged over classes
-    (authors_recipe R3). 0 (with a graph to ``fake``) without pixels."""
+    (the released code, docs/reproduction.md). 0 (with a graph to ``fake``) without pixels."""
     if estimator not in MMD_ESTIMATORS:
         raise ValueError(f'mmd_estimator must be one of {MMD_ESTIMATORS}, '
                          f'got {estimator!r}.')

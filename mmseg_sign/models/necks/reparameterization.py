@@ -25,7 +25,7 @@ class ContextualReparameterization(nn.Module):
         logvar_relu (bool): pass ``logvar`` through a ReLU (so
             ``σ ≥ 1``), as the authors' code does.
         released_gates (bool): the authors' gates ``sigmoid(ReLU(conv))``
-            (so ≥ 0.5) with a bias-free conv (authors_recipe R8); False:
+            (so ≥ 0.5) with a bias-free conv (the released code, docs/reproduction.md); False:
             ``sigmoid(conv)`` with a bias.
     """
 
