@@ -1,22 +1,4 @@
 #!/usr/bin/env bash
 # Usage: bash tools/dist_test.sh CONFIG CHECKPOINT NUM_PROCS [test.py args...]
 # Launches one process per GPU (or per CPU slot with the gloo backend).
-CONFIG=$1
-CHECKPOINT=$2
-GPUS=$3
-NNODES=${NNODES:-1}
-NODE_RANK=${NODE_RANK:-0}
-PORT=${PORT:-29500}
-MASTER_ADDR=${MASTER_ADDR:-"127.0.0.1"}
-
-PYTHONPATH="$(dirname $0)/..":$PYTHONPATH \
-python -m torch.distributed.run \
-    --nnodes=$NNODES \
-    --node_rank=$NODE_RANK \
-    --master_addr=$MASTER_ADDR \
-    --nproc_per_node=$GPUS \
-    --master_port=$PORT \
-    $(dirname "$0")/test.py \
-    $CONFIG \
-    $CHECKPOINT \
-    --launcher pytorch ${@:4}
+exec bash "$(dirname "$0")/dist_launch.sh" "$3" test.py "$1" "$2" "${@:4}"

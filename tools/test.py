@@ -7,10 +7,9 @@ is an error (``--lenient-load`` keeps mmengine's warn-and-continue), and so is
 a test dataset whose seen/unseen split differs from the checkpoint's
 (``--allow-split-change`` allows it, for cross-split studies)."""
 import argparse
-import os
 import os.path as osp
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.runner import Runner
 
 import mmseg_sign  # noqa: F401
@@ -18,6 +17,7 @@ from mmseg_sign.engine.hooks import (CheckpointMismatchError,
                                      StrictCheckpointHook)
 from mmseg_sign.utils import (UnreadableCheckpointError,
                               UnsafeCheckpointError, use_gloo_without_cuda)
+from mmseg_sign.utils.cli import add_runner_args, parse_runner_args
 
 
 # TODO: support fuse_conv_bn, visualization, and format_only
@@ -43,21 +43,7 @@ def parse_args():
         'to the work_dir/timestamp/show_dir')
     parser.add_argument(
         '--wait-time', type=float, default=2, help='the interval of show (s)')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override some settings in the used config, the key-value pair '
-        'in xxx=yyy format will be merged into config file. If the value to '
-        'be overwritten is a list, it should be like key="[a,b]" or key=a,b '
-        'It also allows nested list/tuple values, e.g. key="[(a,b),(c,d)]" '
-        'Note that the quotation marks are necessary and that no white space '
-        'is allowed.')
-    parser.add_argument(
-        '--launcher',
-        choices=['none', 'pytorch', 'slurm', 'mpi'],
-        default='none',
-        help='job launcher')
+    add_runner_args(parser)
     parser.add_argument(
         '--tta', action='store_true', help='Test time augmentation')
     parser.add_argument(
@@ -75,13 +61,7 @@ def parse_args():
         'was trained with (for deliberate cross-split studies). Without it '
         "a test dataset whose unseen classes differ from the checkpoint's "
         '(decode_head.unseen_mask) is an error.')
-    # When using PyTorch version >= 2.0.0, the `torch.distributed.launch`
-    # will pass the `--local-rank` parameter to `tools/train.py` instead
-    # of `--local_rank`.
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    args = parser.parse_args()
-    if 'LOCAL_RANK' not in os.environ:
-        os.environ['LOCAL_RANK'] = str(args.local_rank)
+    args = parse_runner_args(parser)
 
     return args
 

@@ -15,10 +15,9 @@
 """
 import argparse
 import logging
-import os
 import os.path as osp
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.logging import print_log
 from mmengine.runner import Runner
 
@@ -26,6 +25,7 @@ import mmseg_sign  # noqa: F401
 from mmseg.registry import RUNNERS
 from mmseg_sign.engine.hooks.sign_stage_hook import check_max_iters_option
 from mmseg_sign.utils import enable_amp, use_gloo_without_cuda
+from mmseg_sign.utils.cli import add_runner_args, parse_runner_args
 from mmseg_sign.utils.work_dir_lock import WorkDirLockedError, lock_work_dir
 
 
@@ -49,26 +49,8 @@ def parse_args():
         default=None,
         help='autocast dtype of --amp (implies --amp); default float16 on a '
         'GPU, bfloat16 on a CPU')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override some settings in the used config, the key-value pair '
-        'in xxx=yyy format will be merged into config file. If the value to '
-        'be overwritten is a list, it should be like key="[a,b]" or key=a,b '
-        'It also allows nested list/tuple values, e.g. key="[(a,b),(c,d)]" '
-        'Note that the quotation marks are necessary and that no white space '
-        'is allowed.')
-    parser.add_argument(
-        '--launcher',
-        choices=['none', 'pytorch', 'slurm', 'mpi'],
-        default='none',
-        help='job launcher')
-    # torch.distributed.launch / torchrun pass `--local-rank`
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    args = parser.parse_args()
-    if 'LOCAL_RANK' not in os.environ:
-        os.environ['LOCAL_RANK'] = str(args.local_rank)
+    add_runner_args(parser)
+    args = parse_runner_args(parser)
 
     return args
 

@@ -9,8 +9,24 @@ _P59 = PascalContextDataset59.METAINFO
 _P59_PALETTE = dict(zip(_P59['classes'], _P59['palette']))
 
 
+class _PascalContextDataset(ZeroShotSegDataset):
+    """Pascal Context's file layout (``.jpg`` images, ``.png`` label maps);
+    ``reduce_zero_label`` defaults to the label maps' convention
+    (``REDUCE_ZERO_LABEL``)."""
+    REDUCE_ZERO_LABEL = False
+
+    def __init__(self, ann_file='', img_suffix='.jpg',
+                 seg_map_suffix='.png', reduce_zero_label=None, **kwargs):
+        if reduce_zero_label is None:
+            reduce_zero_label = self.REDUCE_ZERO_LABEL
+        super().__init__(
+            ann_file=ann_file, img_suffix=img_suffix,
+            seg_map_suffix=seg_map_suffix,
+            reduce_zero_label=reduce_zero_label, **kwargs)
+
+
 @DATASETS.register_module()
-class ZeroShotPascalContextDataset(ZeroShotSegDataset):
+class ZeroShotPascalContextDataset(_PascalContextDataset):
     """Pascal Context, 33 classes; unseen: cow, motorbike, sofa, cat.
 
     Label maps hold 0..32 and 255 (everything else); make them from mmseg's
@@ -22,16 +38,9 @@ class ZeroShotPascalContextDataset(ZeroShotSegDataset):
         unseen_classes=CONTEXT33_UNSEEN)
     REDUCE_ZERO_LABEL = False  # the label maps' convention
 
-    def __init__(self, ann_file='', img_suffix='.jpg',
-                 seg_map_suffix='.png', reduce_zero_label=False, **kwargs):
-        super().__init__(
-            ann_file=ann_file, img_suffix=img_suffix,
-            seg_map_suffix=seg_map_suffix,
-            reduce_zero_label=reduce_zero_label, **kwargs)
-
 
 @DATASETS.register_module()
-class ZeroShotPascalContext59Dataset(ZeroShotSegDataset):
+class ZeroShotPascalContext59Dataset(_PascalContextDataset):
     """Pascal Context, 59 classes (mmseg's maps, 0 = background, so
     ``reduce_zero_label=True``); 10 unseen classes (ZS3 / ZegCLIP)."""
     METAINFO = dict(
@@ -39,10 +48,3 @@ class ZeroShotPascalContext59Dataset(ZeroShotSegDataset):
         palette=_P59['palette'],
         unseen_classes=CONTEXT59_UNSEEN)
     REDUCE_ZERO_LABEL = True  # the label maps' convention
-
-    def __init__(self, ann_file='', img_suffix='.jpg',
-                 seg_map_suffix='.png', reduce_zero_label=True, **kwargs):
-        super().__init__(
-            ann_file=ann_file, img_suffix=img_suffix,
-            seg_map_suffix=seg_map_suffix,
-            reduce_zero_label=reduce_zero_label, **kwargs)
