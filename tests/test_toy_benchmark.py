@@ -1,12 +1,13 @@
 """A shortened toy pipeline shows zero-shot transfer, and the benchmark
 tool prints every row."""
-import json
 import os
 import os.path as osp
 import subprocess
 import sys
 
 from e2e_utils import REPO, run_tool, write_config
+
+from mmseg_sign.utils.logs import logged_records
 
 # With seed 0, 200 + 200 iterations (the shipped alternating transfer, four
 # blocks of 25 on synthetic features) give about 0 unseen mIoU after
@@ -16,15 +17,7 @@ MARGIN = 15.0
 
 
 def val_history(work_dir):
-    out = {}
-    for root, _, files in os.walk(work_dir):
-        if 'scalars.json' in files:
-            with open(osp.join(root, 'scalars.json')) as f:
-                for line in f:
-                    record = json.loads(line)
-                    if 'mIoU_unseen' in record:
-                        out[record['step']] = record
-    return out
+    return logged_records(work_dir, 'mIoU_unseen')
 
 
 def test_transfer_beats_train_stage_on_unseen(tmp_path):

@@ -43,6 +43,8 @@ import time
 
 import numpy as np
 
+from mmseg_sign.utils.logs import logged_records as logged
+
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 BASE = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
 TRAIN, TRANSFER, SELF_TRAIN = 600, 200, 200
@@ -125,20 +127,6 @@ def train(cfg, work_dir, seed, resume=False, extra_args=()):
     if proc.returncode:
         raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
     return time.time() - t0
-
-
-def logged(work_dir, key):
-    """The records of the run's ``scalars.json`` files that hold ``key``,
-    as ``{iteration: record}``."""
-    out = {}
-    for root, _, files in os.walk(work_dir):
-        if 'scalars.json' in files:
-            with open(osp.join(root, 'scalars.json')) as f:
-                for line in f:
-                    record = json.loads(line)
-                    if key in record:
-                        out[record['step']] = record
-    return out
 
 
 def val_metrics(work_dir):
