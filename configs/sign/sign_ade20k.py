@@ -2,7 +2,7 @@
 # mmseg prepares it), made zero-shot by the generic `ZeroShotDataset`.
 # Split: ILLUSTRATIVE, not from a publication: every 10th class from #7
 # (15 unseen, 135 seen). Class embeddings: a 150-class table in mmseg's class
-# order (README, "Your own dataset"), e.g.
+# order (docs/user_guide.md, "Your own dataset"), e.g.
 #   python -c "from mmseg.datasets import ADE20KDataset as D; \
 #       print(*D.METAINFO['classes'], sep='\n')" > ade20k150.txt
 #   python tools/build_class_embeddings.py --classes ade20k150.txt \

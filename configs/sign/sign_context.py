@@ -2,7 +2,7 @@
 # the authors' recipe (docs/reproduction.md lists every difference): the
 # model, the dataset and the schedule (stage plan, optimizers, schedulers,
 # hooks) are the bases below.
-# Class embeddings: the published CaGNet vectors (README, "Class embeddings"):
+# Class embeddings: the published CaGNet vectors (docs/user_guide.md, "Class embeddings"):
 #   python tools/dataset_converters/cagnet_word_vectors.py --dataset context \
 #       --fasttext fasttext.pkl --word2vec word2vec.pkl \
 #       --out data/embeddings/context33_cagnet_fasttext_word2vec.npz

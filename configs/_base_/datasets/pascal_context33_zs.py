@@ -1,5 +1,5 @@
 # Pascal Context, 33 classes, 4 unseen (CaGNet / SIGN protocol).
-# Labels: tools/dataset_converters/pascal_context33.py (README, "Datasets").
+# Labels: tools/dataset_converters/pascal_context33.py (docs/user_guide.md, "Datasets").
 custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
 dataset_type = 'ZeroShotPascalContextDataset'

@@ -1,5 +1,5 @@
 # Pascal VOC 2012 + SBD, 15 seen / 5 unseen (SPNet / CaGNet / SIGN protocol).
-# Prepare with mmseg's converter (README, "Datasets").
+# Prepare with mmseg's converter (docs/user_guide.md, "Datasets").
 custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
 dataset_type = 'ZeroShotPascalVOCDataset'

@@ -17,7 +17,7 @@ SPLIT_FIX = (
     'or give the same metainfo to train_dataloader, val_dataloader and '
     'test_dataloader through one variable, e.g. '
     "split = dict(unseen_classes=('cow', 'sofa')) and "
-    'dataset=dict(metainfo=split) in each (README, "Datasets"); a metric '
+    'dataset=dict(metainfo=split) in each (docs/user_guide.md, "Datasets"); a metric '
     'needs no split of its own.')
 
 
@@ -133,7 +133,7 @@ def check_split_has_unseen(stage_names, head) -> None:
         raise ValueError(
             f'ClassSplitHook: the stages {stage_names} learn the unseen '
             'classes, but the split has none; set unseen_classes in the '
-            'datasets\' metainfo (README, "Datasets").')
+            'datasets\' metainfo (docs/user_guide.md, "Datasets").')
 
 
 def metainfo_from_cfg(dataset_cfg) -> Optional[dict]:
