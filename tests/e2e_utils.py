@@ -47,3 +47,33 @@ def last_metrics(work_dir):
     assert files, f'no metrics json under {work_dir}'
     with open(files[-1]) as f:
         return json.load(f)
+
+
+# The shipped toy config shrunk to 4 + 3 + 3 iterations (tools tests).
+SIGN_SHORT = """
+# transfer: blocks of 2, so iterations 5-6 train G, D and C on real and
+# fake seen features and iteration 7 trains C on synthetic features
+stages = [dict(name='train', iters=4),
+          dict(name='transfer', iters=3, mode='alternate', block_iters=2),
+          dict(name='self_train', iters=3, mode='AST', temperature=2.0)]
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+param_scheduler = dict(segmentor=[
+    dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=4,
+         by_epoch=False)
+])
+train_cfg = dict(max_iters=10, val_interval=100)
+default_hooks = dict(
+    checkpoint=dict(interval=1, max_keep_ckpts=-1),
+    logger=dict(interval=1))
+"""
+# the shipped toy loaders (persistent worker processes), written out for
+# the SIGN run and its resumed copies: a resume must be exact with real
+# workers, whose iterators are created once per process (the validation's
+# at the first validation, inside the run)
+REAL_LOADERS = """
+train_dataloader = dict(num_workers=2, persistent_workers=True)
+val_dataloader = dict(num_workers=2, persistent_workers=True)
+"""

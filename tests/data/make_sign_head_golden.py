@@ -1,14 +1,14 @@
 """Write ``tests/data/sign_head_golden.pth``: what SIGN models built by the
-code of the current commit compute, for ``tests/test_head_modules.py``.
+code of the current commit compute, for ``tests/test_models/test_head_modules.py``.
 
 The committed file was made at commit 0f245bc, before G and D became
-registered modules of their own (issue 19): the test checks that today's
+registered modules of their own: the test checks that today's
 code loads those weights under the same names and computes the same logits,
 losses, optimizer groups and seeded initial weights, bit for bit, and the
 same gradients to float32 rounding. The gradients were first kept as
 digests; their last bits differ between CPUs (AVX-512, where the record was
 made, and AVX2), so they are now stored as tensors, computed by the same
-0f245bc code on the record's own inputs (issue 23).
+0f245bc code on the record's own inputs.
 
     OMP_NUM_THREADS=1 python tests/data/make_sign_head_golden.py
 

@@ -11,7 +11,7 @@ from mmengine.config import Config
 
 from mmseg.registry import MODELS, OPTIM_WRAPPER_CONSTRUCTORS
 
-REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIGS = sorted(
     glob.glob(osp.join(REPO, 'configs', '**', '*.py'), recursive=True))
 SIGN_CONFIGS = [c for c in CONFIGS if '/sign/' in c]

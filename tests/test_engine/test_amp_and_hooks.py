@@ -9,7 +9,7 @@ from mmengine.config import Config
 from mmseg_sign.engine import SIGNStageHook
 from mmseg_sign.utils import convert_to_amp
 
-REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
 def test_amp_converts_every_wrapper_of_a_dict():

@@ -1,4 +1,4 @@
-"""G and D as registered modules of their own (issue 19), checked against
+"""G and D as registered modules of their own, checked against
 ``tests/data/sign_head_golden.pth``: weights, SIM outputs, logits, losses and
 gradients recorded by the head code from before the split
 (``tests/data/make_sign_head_golden.py``)."""
@@ -11,7 +11,7 @@ import torch.nn as nn
 
 from mmseg.registry import MODELS
 
-DATA = osp.join(osp.dirname(osp.abspath(__file__)), 'data')
+DATA = osp.join(osp.dirname(osp.dirname(osp.abspath(__file__))), 'data')
 spec = importlib.util.spec_from_file_location(
     'make_sign_head_golden', osp.join(DATA, 'make_sign_head_golden.py'))
 golden_lib = importlib.util.module_from_spec(spec)

@@ -174,7 +174,7 @@ def test_drop_unseen_images(ade_root):
     assert len(ds) == 2  # images 0 and 2 hold 'bed '
     assert all(not osp.basename(ds.get_data_info(i)['img_path']).endswith(
         ('0.jpg', '2.jpg')) for i in range(len(ds)))
-    # an evaluation dataset would lose images: refused (issue 18)
+    # an evaluation dataset would lose images: refused
     with pytest.raises(ValueError, match='drop_unseen_images=True on a '
                        'dataset that evaluates'):
         build(ade_root, drop_unseen_images=True, test_mode=True)

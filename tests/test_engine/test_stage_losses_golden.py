@@ -7,7 +7,7 @@ import math
 import os.path as osp
 import sys
 
-HERE = osp.dirname(osp.abspath(__file__))
+HERE = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, osp.join(HERE, 'data'))
 from make_stage_losses_golden import GOLDEN, run_stages  # noqa: E402
 

@@ -5,7 +5,7 @@ import re
 
 import yaml
 
-REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CARD = osp.join(REPO, 'configs', 'sign', 'README.md')
 META = osp.join(REPO, 'configs', 'sign', 'metafile.yml')
 

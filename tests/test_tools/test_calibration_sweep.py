@@ -1,4 +1,4 @@
-"""GZSLIoUMetric(calibration_sweep=[...]) (issue 11, item 3): per-γ seen /
+"""GZSLIoUMetric(calibration_sweep=[...]): per-γ seen /
 unseen / harmonic mIoU against a naive numpy reference, hIoU_best,
 calibration_best and AUSUC against a hand trapezoid, memory that does not
 depend on the image size, the plot tool, and an end-to-end tools/test.py

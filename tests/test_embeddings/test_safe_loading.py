@@ -1,4 +1,4 @@
-"""Safe loading everywhere (issue 10, item 4).
+"""Safe loading everywhere.
 
 - gensim ``.kv`` / ``.model`` / ``.wv`` files are read through an allow-list
   (``load_keyedvectors``), never unpickled blindly: hostile files are
@@ -32,7 +32,7 @@ from mmseg_sign.embeddings import (UnsafePickleError, build_class_embeddings,
                                    save_class_embeddings)
 from mmseg_sign.utils.checkpoint import UnsafeCheckpointError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SYSTEM = f'{os.system.__module__}.system'  # posix.system on Linux
 CONVERT_HINT = "save_word2vec_format('vectors.bin', binary=True)"
 TABLE_TOOLS = ('tools/build_class_embeddings.py',

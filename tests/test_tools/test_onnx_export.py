@@ -1,4 +1,4 @@
-"""ONNX export (issue 19, item 2): tools/deployment/pytorch2onnx.py on a
+"""ONNX export: tools/deployment/pytorch2onnx.py on a
 briefly trained toy SIGN model, checked with ONNX Runtime (CPU) against
 mmseg's own PyTorch inference (``model.test_step``: data preprocessor,
 backbone, SIM, C, resize)."""

@@ -8,7 +8,7 @@ import torch
 
 spec = importlib.util.spec_from_file_location(
     'pseudo_label_quality',
-    osp.join(osp.dirname(osp.dirname(osp.abspath(__file__))), 'tools',
+    osp.join(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))), 'tools',
              'analysis', 'pseudo_label_quality.py'))
 plq = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plq)

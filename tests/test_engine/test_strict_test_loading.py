@@ -1,4 +1,4 @@
-"""Strict test loading (issue 10, item 6): tools/test.py fails on a
+"""Strict test loading: tools/test.py fails on a
 checkpoint that lacks or mismatches the model's weights (mmengine's lenient
 load would evaluate random weights with rc 0); --lenient-load keeps
 mmengine's behaviour."""

@@ -15,7 +15,7 @@ from mmseg_sign.engine.optim_wrappers import (MixedPrecisionOptimWrapper,
 from mmseg_sign.engine.optim_wrappers.gradient_sync import \
     update_params
 from mmseg_sign.utils import convert_to_amp, enable_amp
-from test_zero_shot_segmentor import batch, changed, tiny_model
+from model_utils import batch, changed, tiny_model
 
 DTYPES = ('bfloat16', 'float16')
 

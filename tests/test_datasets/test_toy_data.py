@@ -18,7 +18,7 @@ from mmseg_sign.datasets.toy_data import (TOY_ATTRIBUTE_VALUES,
                                           toy_attribute_matrix)
 from mmseg_sign.embeddings import load_class_embeddings
 
-REPO_ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 K = len(TOY_CLASSES)
 
 

@@ -9,10 +9,10 @@ import shutil
 import pytest
 import torch
 
-from e2e_utils import load_state, run_tool, write_config
+from e2e_utils import (REAL_LOADERS, SIGN_SHORT, load_state, run_tool,
+                       write_config)
 from mmseg_sign.engine.optim_wrappers.mixed_precision import \
     cpu_supports_bf16
-from test_tools_e2e import REAL_LOADERS, SIGN_SHORT
 
 WRAPPERS = {'segmentor', 'generator', 'discriminator', 'transfer',
             'transfer_generator', 'self_train', 'self_train_generator',

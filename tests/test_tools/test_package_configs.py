@@ -1,4 +1,4 @@
-"""Configs inherited by package path (issue 10, item 9): a config anywhere
+"""Configs inherited by package path: a config anywhere
 can start from ``_base_ = ['mmseg_sign::sign/sign_toy.py']``, as with
 ``mmseg::`` paths; the editable install links the configs under
 ``mmseg_sign/.mim`` (a wheel copies them)."""

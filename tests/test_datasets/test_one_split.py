@@ -1,4 +1,4 @@
-"""One split (issue 10, item 1): the seen/unseen split is set once; a config
+"""One split: the seen/unseen split is set once; a config
 that gives different splits to different places fails before iteration 1,
 and tools/test.py refuses a test split other than the checkpoint's unless
 --allow-split-change."""

@@ -1,4 +1,4 @@
-"""NaN guard (issue 10, item 5): a non-finite loss, or weights a step made
+"""NaN guard: a non-finite loss, or weights a step made
 non-finite, stops training at once with the stage, the iteration and the
 loss named, and no non-finite checkpoint is written; under AMP a
 non-finite gradient alone is the loss scaler's business, not an error."""

@@ -1,4 +1,4 @@
-"""Deployment (issue 10, item 9): a checkpoint alone is enough for
+"""Deployment: a checkpoint alone is enough for
 inference from any directory, tools/publish_model.py, test-time
 augmentation."""
 import os
@@ -207,7 +207,7 @@ def test_tta_pipeline_in_every_dataset_base():
 
 def test_inference_apis_check_the_split(deploy):
     """init_model and MMSegInferencer refuse a config whose test split is
-    not the checkpoint's (issue 10, item 1); ``allow_split_change=True``
+    not the checkpoint's; ``allow_split_change=True``
     lets a deliberate cross-split study through."""
     from mmseg.apis import MMSegInferencer, init_model
 

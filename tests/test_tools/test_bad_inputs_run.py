@@ -1,4 +1,4 @@
-"""Bad inputs to the run, checkpoint and table tools (issue 18): each case
+"""Bad inputs to the run, checkpoint and table tools: each case
 is what a user does, and the clear error (or correct behaviour) it must
 get, before any work is wasted.
 

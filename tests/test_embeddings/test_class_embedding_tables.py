@@ -20,7 +20,7 @@ from mmseg_sign.embeddings import (DEFAULT_SYNONYMS, MissingWordError,
                                    load_class_embeddings, load_word_vectors,
                                    save_class_embeddings)
 
-REPO_ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 # Source A (4-d) and source B (3-d), hand-chosen.
 WORDS_A = {
@@ -337,7 +337,7 @@ def _write(tmp_path, name, **arrays):
 
 def test_load_errors(tmp_path):
     names = np.array(CLASSES)
-    # distinct rows: two classes with one vector are refused (issue 18)
+    # distinct rows: two classes with one vector are refused
     good = np.arange(1, 13, dtype=np.float32).reshape(4, 3)
     path = _write(tmp_path, 'good.npz', classes=names, embeddings=good)
 

@@ -25,12 +25,12 @@ from mmseg_sign.embeddings import (CAGNET_LABELS, UnsafePickleError,
                                    load_class_embeddings, load_numpy_pickle,
                                    read_cagnet_labels)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / 'tools' / 'dataset_converters' / 'cagnet_word_vectors.py'
 REF = Path(
     os.environ.get(
         'SIGN_CAGNET_WORD_VECTORS',
-        Path(__file__).resolve().parents[2] /
+        Path(__file__).resolve().parents[3] /
         'shared/reference/cagnet_word_vectors'))
 CLASS_LISTS = REF.parent / 'classes'
 

@@ -47,7 +47,7 @@ def toy_sim(**kwargs):
     import os.path as osp
 
     from mmengine.config import Config
-    repo = osp.dirname(osp.dirname(osp.abspath(__file__)))
+    repo = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
     cfg = Config.fromfile(osp.join(repo, 'configs/sign/sign_toy.py'))
     cfg.model.neck.update(kwargs)
     return MODELS.build(cfg.model.neck)

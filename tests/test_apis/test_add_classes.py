@@ -1,9 +1,9 @@
-"""Adding classes by name to a trained model (issue 11, items 1-2): the
+"""Adding classes by name to a trained model: the
 dataset and head ``held_out_classes`` options, ``SIGNHead.add_classes``,
 ``mmseg_sign.apis.add_classes`` / ``save_grown`` called directly, and
 ``tools/add_classes.py`` end to end on the toy data; its early errors on
 output directories, mismatched configs and classes the dataset does not
-list (issue 18)."""
+list."""
 import contextlib
 import hashlib
 import os

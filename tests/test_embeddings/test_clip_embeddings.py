@@ -26,7 +26,7 @@ from mmseg_sign.embeddings import (DEFAULT_CLIP_TEMPLATES, CLIPTextEncoder,
                                    load_class_embeddings,
                                    read_class_embeddings)
 
-REPO_ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 HIDDEN = 32
 # class names as datasets write them -> the text the prompts get
 CLASSES = ('cat', 'pottedplant', 'dining_table', 'wall-concrete',
