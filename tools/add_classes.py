@@ -46,9 +46,7 @@ from mmengine.config import DictAction
 
 from mmseg_sign.apis import (REFIT_MODES, AddClassesError, add_classes,
                              save_grown)
-
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-from build_class_embeddings import parse_source  # noqa: E402
+from mmseg_sign.embeddings.sources import parse_source
 
 
 def parse_args(argv=None):

@@ -1,6 +1,5 @@
 """The new classes' embeddings for :func:`~mmseg_sign.apis.add_classes`:
 given, or built from word-vector sources like the model's table."""
-import json
 import os
 import pickle
 from collections.abc import Mapping
@@ -8,6 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .. import embeddings  # its builder needs gensim: looked up at use
+from ..embeddings.sources import read_synonyms
 from ..embeddings.table import read_class_embeddings
 from .outputs import AddClassesError
 
@@ -17,21 +17,9 @@ def _read_synonyms(synonyms):
     if synonyms is None or isinstance(synonyms, Mapping):
         return synonyms
     try:
-        with open(synonyms, encoding='utf-8') as f:
-            value = json.load(f)
-    except json.JSONDecodeError as err:
-        raise AddClassesError(
-            f'synonyms file {synonyms} is not valid JSON ({err}); it holds '
-            'one object, class name -> word(s), e.g. {"tvmonitor": '
-            '"tv monitor"}.') from None
-    except OSError as err:
-        raise AddClassesError(f'cannot read the synonyms file {synonyms}: '
-                              f'{err}') from None
-    if not isinstance(value, dict):
-        raise AddClassesError(
-            f'synonyms file {synonyms} holds a {type(value).__name__}; it '
-            'must hold one object, class name -> word(s).')
-    return value
+        return read_synonyms(synonyms, where=f'synonyms file {synonyms}')
+    except ValueError as err:
+        raise AddClassesError(str(err)) from None
 
 
 def new_class_vectors(names, vectors=None, source=None, synonyms=None,

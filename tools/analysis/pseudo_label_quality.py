@@ -23,7 +23,6 @@ self-training's pseudo-label loss teaches the right class.
 """
 import argparse
 import json
-from typing import Dict, List
 
 import torch
 import torch.nn.functional as F
@@ -31,78 +30,15 @@ from mmengine.config import Config, DictAction
 from mmengine.dataset import pseudo_collate
 from mmengine.registry import init_default_scope
 
-GROUPS = ('right', 'wrong', 'void')
-
-
-def pseudo_label_groups(target: torch.Tensor, true_label: torch.Tensor,
-                        train_label: torch.Tensor, unseen_ids: torch.Tensor,
-                        valid: torch.Tensor,
-                        ignore_index: int = 255) -> Dict[str, torch.Tensor]:
-    """Masks ``[H, W]`` of one image's pixels by what self-training does
-    with them.
-
-    Args:
-        target: self-training targets (seen labels and pseudo labels).
-        true_label: the true labels (unseen classes not ignored).
-        train_label: the training labels (unseen classes ignored).
-        unseen_ids: the unseen class indices ``[U]``.
-        valid: False on padding.
-
-    Returns:
-        ``unseen``: unseen-object pixels (the candidates to label right);
-        ``right`` / ``wrong``: pseudo-labelled unseen-object pixels with
-        the right / a wrong class; ``void``: pseudo-labelled pixels that
-        no class labels.
-    """
-    candidate = (train_label == ignore_index) & valid
-    pseudo = candidate & (target != ignore_index)
-    unseen = candidate & torch.isin(true_label, unseen_ids)
-    void = candidate & (true_label == ignore_index)
-    return dict(unseen=unseen, right=pseudo & unseen & (target == true_label),
-                wrong=pseudo & unseen & (target != true_label),
-                void=pseudo & void)
-
-
-def summarise(counts: Dict[str, int], weights: Dict[str, List[torch.Tensor]]
-              ) -> dict:
-    """The report from the summed ``counts`` (``unseen``, ``right``,
-    ``wrong``, ``void``) and each group's pseudo-label weights."""
-    w = {g: torch.cat(weights[g]) if weights[g] else torch.zeros(0)
-         for g in GROUPS}
-    pseudo = sum(counts[g] for g in GROUPS)
-    total_w = sum(float(w[g].sum()) for g in GROUPS)
-    on_unseen = counts['right'] + counts['wrong']
-
-    def ratio(a, b):
-        return a / b if b else float('nan')
-
-    out = dict(
-        pseudo_pixels=pseudo,
-        share_on_unseen=ratio(on_unseen, pseudo),
-        share_on_void=ratio(counts['void'], pseudo),
-        accuracy_on_unseen=ratio(counts['right'], on_unseen),
-        coverage_of_unseen=ratio(on_unseen, counts['unseen']),
-        weighted_share_right=ratio(float(w['right'].sum()), total_w),
-        weighted_share_void=ratio(float(w['void'].sum()), total_w),
-        weights={})
-    for g in GROUPS:
-        x = w[g]
-        out['weights'][g] = dict(
-            pixels=int(x.numel()),
-            mean=float(x.mean()) if x.numel() else float('nan'),
-            **{f'q{q}': float(x.quantile(q / 100)) if x.numel()
-               else float('nan') for q in (10, 50, 90)})
-    return out
-
+from mmseg_sign.evaluation.pseudo_label_quality import (  # noqa: F401
+    GROUPS, pseudo_label_groups, summarise)
 
 def self_train_stage(cfg: Config) -> dict:
     """The config's ``self_train`` stage with every option filled in."""
-    from mmseg_sign.structures.stage_plan import stage_options
-    for hook in cfg.get('custom_hooks', []):
-        if hook.get('type') == 'SIGNStageHook':
-            for i, stage in enumerate(hook['stages']):
-                if stage.get('name') == 'self_train':
-                    return stage_options(i, stage)
+    from mmseg_sign.apis.refit import plan_stage
+    stage = plan_stage(cfg, 'self_train')
+    if stage is not None:
+        return stage
     raise SystemExit('error: the config has no self_train stage in '
                      'SIGNStageHook.stages; use a config that self-trains '
                      '(e.g. configs/sign/sign_toy.py).')
