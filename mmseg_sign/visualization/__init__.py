@@ -1,0 +1,2 @@
+"""Pictures of runs (matplotlib, imported on use: not by ``import
+mmseg_sign``)."""

@@ -1,0 +1,138 @@
+"""Pictures of a SIGN run: predictions next to the ground truth (mmseg's
+``SegLocalVisualizer``; unseen classes named in red and outlined in white)
+and the losses of every stage (one band per stage)
+(``tools/analysis/toy_report.py`` is the command line)."""
+import glob
+import json
+import os.path as osp
+
+import matplotlib
+
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from mmengine.structures import PixelData  # noqa: E402
+
+from mmseg.apis import inference_model, init_model  # noqa: E402
+from mmseg.registry import DATASETS, VISUALIZERS  # noqa: E402
+from ..structures.stage_plan import StagePlan  # noqa: E402
+
+STAGE_COLOURS = dict(train='#dde8f6', transfer='#f8e3cf', self_train='#dff2df')
+
+
+def stage_plan(cfg):
+    """The config's stages (options filled in); empty without a plan."""
+    found = StagePlan.from_config(cfg)
+    return found[1].stages if found else []
+
+
+def upscale(array, factor):
+    return np.repeat(np.repeat(array, factor, axis=0), factor, axis=1)
+
+
+def unseen_outline(label, unseen_ids):
+    """Boundary pixels of unseen-class regions ``[H, W]`` bool."""
+    mask = np.isin(label, unseen_ids)
+    edge = np.zeros_like(mask)
+    edge[1:, :] |= mask[1:, :] != mask[:-1, :]
+    edge[:, 1:] |= mask[:, 1:] != mask[:, :-1]
+    return edge & mask
+
+
+def draw_predictions(cfg, checkpoint, out_file, num_images, scale,
+                     device):
+    model = init_model(cfg, checkpoint, device=device)
+    dataset = DATASETS.build(cfg.test_dataloader.dataset)
+    meta = dataset.metainfo
+    classes = list(meta['classes'])
+    unseen_ids = [classes.index(c) for c in meta['unseen_classes']]
+    visualizer = VISUALIZERS.build(
+        dict(type='SegLocalVisualizer', name='toy_report', alpha=0.6))
+    visualizer.dataset_meta = dict(classes=classes, palette=meta['palette'])
+    rows = []
+    for index in range(min(num_images, len(dataset))):
+        info = dataset.get_data_info(index)
+        result = inference_model(model, info['img_path'])
+        sample = dataset[index]
+        gt = sample['data_samples'].gt_sem_seg.data[0].numpy()
+        pred = result.pred_sem_seg.data[0].cpu().numpy()
+        image = sample['inputs'].permute(1, 2, 0).numpy()[..., ::-1]
+        big_gt, big_pred = upscale(gt, scale), upscale(pred, scale)
+        result.gt_sem_seg = PixelData(data=big_gt[None].astype(np.int64))
+        result.pred_sem_seg = PixelData(data=big_pred[None].astype(np.int64))
+        gap = np.full((big_gt.shape[0], 4, 3), 255, np.uint8)
+        row = [upscale(image, scale)]
+        for draw_gt, label in ((True, big_gt), (False, big_pred)):
+            visualizer.add_datasample(
+                'sample', np.ascontiguousarray(upscale(image, scale)),
+                result, draw_gt=draw_gt, draw_pred=not draw_gt,
+                with_labels=False)
+            drawn = visualizer.get_image().copy()
+            drawn[unseen_outline(label, unseen_ids)] = 255
+            row += [gap, drawn]
+        rows.append(np.concatenate(row, axis=1))
+    grid = np.concatenate(
+        [np.pad(r, ((0, 4), (0, 0), (0, 0)), constant_values=255)
+         for r in rows], axis=0)
+    fig = plt.figure(figsize=(grid.shape[1] / 80 + 2.2, grid.shape[0] / 80),
+                     dpi=100)
+    ax = fig.add_axes([0, 0, grid.shape[1] / (grid.shape[1] + 176), 1])
+    ax.imshow(grid)
+    ax.axis('off')
+    ax.set_title('image | ground truth | prediction', fontsize=9)
+    handles = [
+        Patch(color=np.array(meta['palette'][i]) / 255,
+              label=c + (' (unseen)' if i in unseen_ids else ''))
+        for i, c in enumerate(classes)
+    ]
+    legend = fig.legend(handles=handles, loc='center right', fontsize=8,
+                        frameon=False)
+    for text, i in zip(legend.get_texts(), range(len(classes))):
+        if i in unseen_ids:
+            text.set_color('red')
+            text.set_fontweight('bold')
+    fig.savefig(out_file)
+    plt.close(fig)
+
+
+def plot_losses(cfg, work_dir, out_file):
+    files = sorted(glob.glob(osp.join(work_dir, '*', 'vis_data',
+                                      'scalars.json')))
+    if not files:
+        raise FileNotFoundError(f'No */vis_data/scalars.json in {work_dir}; '
+                                'is it the work dir of a training run?')
+    series = {}
+    for path in files:
+        with open(path) as f:
+            for line in f:
+                record = json.loads(line)
+                for key, value in record.items():
+                    if key.startswith('loss'):
+                        series.setdefault(key, {})[record['step']] = value
+    keys = sorted(series)
+    fig, axes = plt.subplots(
+        len(keys), 1, figsize=(7, 1.3 * len(keys) + 0.6), sharex=True,
+        dpi=100)
+    axes = np.atleast_1d(axes)
+    start = 0
+    for stage in stage_plan(cfg):
+        for ax in axes:
+            ax.axvspan(start, start + stage['iters'],
+                       color=STAGE_COLOURS[stage['name']], lw=0)
+        axes[0].text(start + stage['iters'] / 2, 1.02, stage['name'],
+                     transform=axes[0].get_xaxis_transform(),
+                     ha='center', fontsize=8)
+        start += stage['iters']
+    for ax, key in zip(axes, keys):
+        steps = sorted(series[key])
+        ax.plot(steps, [series[key][s] for s in steps], lw=1)
+        ax.set_ylabel(key, fontsize=7, rotation=0, ha='right')
+        ax.tick_params(labelsize=7)
+        if min(series[key].values()) > 0 and max(series[key].values()) > \
+                50 * min(series[key].values()):
+            ax.set_yscale('log')
+    axes[-1].set_xlabel('iteration')
+    fig.tight_layout()
+    fig.savefig(out_file)
+    plt.close(fig)
