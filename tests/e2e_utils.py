@@ -1,5 +1,6 @@
 """Helpers to run the tools as a user would (subprocesses, real Runner)."""
 import glob
+import importlib.util
 import json
 import os
 import os.path as osp
@@ -35,6 +36,17 @@ def run_tool(args, cwd, launcher=None, nproc=2, timeout=600):
     if proc.returncode != 0:
         raise AssertionError(f'{" ".join(cmd)} failed:\n{out[-6000:]}')
     return out
+
+
+def load_tool(name):
+    """``tools/<name>.py`` imported as a module (its functions, as the
+    command line calls them)."""
+    path = osp.join(REPO, 'tools', f'{name}.py')
+    spec = importlib.util.spec_from_file_location(
+        'tool_' + name.replace('/', '_'), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def load_state(path):

@@ -121,19 +121,25 @@ def test_head_held_out_and_add_classes(embedding_table):
         head.add_classes(['a', 'a'], table[:2])
 
 
+def toy_train_set(root):
+    """The toy training set with a deterministic pipeline and no
+    ``MaskUnseenClasses`` (the refit must insert it)."""
+    return dict(type='ZeroShotToyDataset', data_root=root,
+                ann_file='ImageSets/Segmentation/train.txt',
+                data_prefix=dict(img_path='JPEGImages',
+                                 seg_map_path='SegmentationClass'),
+                pipeline=[dict(type='LoadImageFromFile'),
+                          dict(type='LoadAnnotations'),
+                          dict(type='PackSegInputs')])
+
+
 def test_refit_data_refuses_a_config_missing_a_key(toy_root, tmp_path):
     """A train_dataloader without a key its build needs (here the type)
     is an error naming the key; before, the refit silently fell back to
     generated features. Unreachable files stay a logged fallback."""
     from mmseg_sign.apis.add_classes import real_batches
     from mmseg_sign.apis.outputs import AddClassesError
-    dataset = dict(type='ZeroShotToyDataset', data_root=toy_root,
-                   ann_file='ImageSets/Segmentation/train.txt',
-                   data_prefix=dict(img_path='JPEGImages',
-                                    seg_map_path='SegmentationClass'),
-                   pipeline=[dict(type='LoadImageFromFile'),
-                             dict(type='LoadAnnotations'),
-                             dict(type='PackSegInputs')])
+    dataset = toy_train_set(toy_root)
     untyped = {k: v for k, v in dataset.items() if k != 'type'}
     with pytest.raises(AddClassesError, match='failed on a missing key: '
                        '.*must contain the key "type"'):
@@ -161,13 +167,7 @@ def test_refit_data_masks_unseen_labels(toy_root, wrap):
     for generated features only."""
     from mmseg_sign.apis.add_classes import real_batches
     from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
-    dataset = dict(type='ZeroShotToyDataset', data_root=toy_root,
-                   ann_file='ImageSets/Segmentation/train.txt',
-                   data_prefix=dict(img_path='JPEGImages',
-                                    seg_map_path='SegmentationClass'),
-                   pipeline=[dict(type='LoadImageFromFile'),
-                             dict(type='LoadAnnotations'),
-                             dict(type='PackSegInputs')])
+    dataset = toy_train_set(toy_root)
     if wrap:
         dataset = dict(type='RepeatDataset', times=1, dataset=dataset)
     cfg = Config(dict(train_dataloader=dict(

@@ -12,6 +12,7 @@ import pytest
 from gensim.models import FastText, KeyedVectors
 from gensim.models.fasttext import save_facebook_model
 
+from e2e_utils import load_tool
 from mmseg_sign.datasets.class_names import (COCOSTUFF171_CLASSES,
                                              CONTEXT33_CLASSES, VOC20_CLASSES)
 from mmseg_sign.embeddings import (DEFAULT_SYNONYMS, MissingWordError,
@@ -72,14 +73,6 @@ def expected_table(sources, normalize=True):
         row = np.concatenate(parts)
         rows.append(unit(row) if normalize else row)
     return np.array(rows)
-
-
-def load_tool(name):
-    path = osp.join(REPO_ROOT, 'tools', f'{name}.py')
-    spec = importlib.util.spec_from_file_location(f'tool_{name}', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope='module')

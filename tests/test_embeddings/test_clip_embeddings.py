@@ -3,7 +3,6 @@
 BPE tokenizer from a hand-written vocab) saved on the fly, nothing
 downloaded; the builder is checked against a naive prompt-by-prompt
 computation with the Hugging Face model itself."""
-import importlib.util
 import json
 import os
 import os.path as osp
@@ -18,7 +17,7 @@ from transformers import (CLIPConfig, CLIPModel, CLIPTextConfig,
                           CLIPTextModel, CLIPTextModelWithProjection,
                           CLIPTokenizer)
 
-from e2e_utils import run_tool, write_config
+from e2e_utils import load_tool, run_tool, write_config
 from mmseg_sign.datasets.toy_data import TOY_CLASSES
 from mmseg_sign.embeddings import (DEFAULT_CLIP_TEMPLATES, CLIPTextEncoder,
                                    build_class_embeddings,
@@ -136,14 +135,6 @@ def naive_table(path, texts, templates, kind='projection'):
             embs.append(unit(emb[0].numpy()))
         rows.append(unit(np.mean(embs, axis=0)))
     return np.array(rows)
-
-
-def load_tool(name):
-    path = osp.join(REPO_ROOT, 'tools', f'{name}.py')
-    spec = importlib.util.spec_from_file_location(f'tool_{name}', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope='module')
