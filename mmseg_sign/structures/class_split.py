@@ -66,10 +66,20 @@ def _match_class_name(ref: str, classes: Sequence[str], what: str) -> str:
 def resolve_split(classes: Sequence[str],
                   seen: Optional[ClassRefs] = None,
                   unseen: Optional[ClassRefs] = None):
-    """Return ``(seen_names, unseen_names)`` in class order.
+    """Resolve a split given by class names or indices.
 
     Either list may be omitted (it is then the complement of the other); if
     both are given they must not overlap and must together cover every class.
+
+    Args:
+        classes (Sequence[str]): every class, in the dataset's order.
+        seen (Sequence[str | int], optional): seen classes.
+        unseen (Sequence[str | int], optional): unseen classes.
+
+    Returns:
+        tuple[tuple[str], tuple[str]]: ``(seen_names, unseen_names)`` in
+        class order. A ValueError names an unknown, doubled, overlapping or
+        missing class.
     """
     classes = list(classes)
     if seen is None and unseen is None:
@@ -107,9 +117,18 @@ _SPLIT_KEYS = ('seen_classes', 'unseen_classes')
 
 def split_into_metainfo(metainfo: Optional[dict], where: str,
                         **split) -> Optional[dict]:
-    """``metainfo`` with the non-``None`` ``seen_classes`` /
-    ``unseen_classes`` of ``split`` added; an error if ``metainfo`` already
-    holds a different value."""
+    """Put a split given as dataset arguments into ``metainfo``.
+
+    Args:
+        metainfo (dict, optional): the dataset's ``metainfo`` argument.
+        where (str): how errors name the dataset.
+        **split: ``seen_classes`` / ``unseen_classes`` (``None``: not
+            given).
+
+    Returns:
+        dict | None: ``metainfo`` with the given lists added; a ValueError
+        if it already holds a different value.
+    """
     metainfo = copy.deepcopy(dict(metainfo)) if metainfo else {}
     for key in _SPLIT_KEYS:
         value = split.get(key)
@@ -147,7 +166,16 @@ def checkpoint_unseen_classes(checkpoint, classes=None):
     uses at test time), named with ``meta.dataset_meta.classes`` (or
     ``classes`` when the checkpoint has none); else from
     ``meta.dataset_meta.unseen_classes`` (mmengine saves the training
-    dataset's metainfo there). An all-False mask counts as not set."""
+    dataset's metainfo there). An all-False mask counts as not set.
+
+    Args:
+        checkpoint (dict): a loaded checkpoint (or a bare state dict).
+        classes (Sequence[str], optional): names for the mask's rows when
+            the checkpoint has none.
+
+    Returns:
+        tuple[str] | None: the unseen class names.
+    """
     if not isinstance(checkpoint, Mapping):
         return None
     meta = checkpoint.get('meta')
@@ -194,9 +222,16 @@ class ClassSplit(NamedTuple):
     def from_checkpoint(cls, checkpoint,
                         classes: Optional[Sequence[str]] = None
                         ) -> Optional['ClassSplit']:
-        """The split a checkpoint was trained with
-        (:func:`checkpoint_unseen_classes`), or ``None`` if it does not
-        say."""
+        """The split a checkpoint was trained with.
+
+        Args:
+            checkpoint (dict): a loaded checkpoint.
+            classes (Sequence[str], optional): the class names when the
+                checkpoint has none (:func:`checkpoint_unseen_classes`).
+
+        Returns:
+            ClassSplit | None: ``None`` if the checkpoint does not say.
+        """
         unseen = checkpoint_unseen_classes(checkpoint, classes)
         if unseen is None:
             return None
@@ -217,5 +252,12 @@ class ClassSplit(NamedTuple):
         return [i for i, c in enumerate(self.classes) if c in self.unseen]
 
     def same_as(self, unseen: Sequence[str]) -> bool:
-        """Whether ``unseen`` names the same unseen classes (any order)."""
+        """Whether ``unseen`` names the same unseen classes.
+
+        Args:
+            unseen (Sequence[str]): unseen class names, in any order.
+
+        Returns:
+            bool: the same set of names.
+        """
         return set(self.unseen) == set(unseen)

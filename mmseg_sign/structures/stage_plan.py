@@ -76,8 +76,17 @@ def _check_int(where: str, key: str, value) -> None:
 
 
 def stage_options(index: int, stage: dict) -> dict:
-    """Check ``stage`` (``name``, ``iters`` and options) and return it with
-    every option filled in. Errors name the stage and the fix."""
+    """Check one stage of a plan and fill in its options.
+
+    Args:
+        index (int): its place in the plan (for error messages).
+        stage (dict): ``name``, ``iters`` and options
+            (:data:`STAGE_OPTIONS`).
+
+    Returns:
+        dict: the stage with every option filled in. A ValueError names
+        the stage, the key and the fix.
+    """
     name = stage.get('name')
     where = f'stages[{index}] ({name})'
     if name not in STAGE_OPTIONS:
@@ -154,15 +163,28 @@ def stage_optim_wrappers(stage: dict) -> Dict[str, str]:
 
 
 def required_optim_wrappers(stage: dict) -> List[str]:
-    """Names of the optimizer wrappers that ``stage`` (filled in by
-    :func:`stage_options`) steps."""
+    """The optimizer wrappers a stage steps.
+
+    Args:
+        stage (dict): a stage filled in by :func:`stage_options`.
+
+    Returns:
+        list[str]: their names in ``optim_wrapper``, in the order the
+        stage steps them.
+    """
     return list(stage_optim_wrappers(stage).values())
 
 
 def gan_parts_used(stage: dict) -> set:
-    """Which of G (``'generator'``) and D (``'discriminator'``) a stage
-    (filled in by :func:`stage_options`) runs: the parts that must hold
-    trained weights when the plan starts with it."""
+    """Which of G and D a stage runs: the parts that must hold trained
+    weights when the plan starts with it.
+
+    Args:
+        stage (dict): a stage filled in by :func:`stage_options`.
+
+    Returns:
+        set[str]: a subset of ``{'generator', 'discriminator'}``.
+    """
     name = stage['name']
     if name == 'transfer':
         return {'generator'} | ({'discriminator'}
@@ -208,8 +230,15 @@ class StagePlan:
         return sum(s['iters'] for s in self.stages)
 
     def index_at(self, iteration: int) -> int:
-        """Index of the stage that runs ``iteration`` (0-based); iterations
-        past the plan stay in the last stage."""
+        """The stage that runs an iteration.
+
+        Args:
+            iteration (int): 0-based (``runner.iter``).
+
+        Returns:
+            int: the stage's index; iterations past the plan stay in the
+            last stage.
+        """
         end = 0
         for i, stage in enumerate(self.stages):
             end += stage['iters']
@@ -218,7 +247,14 @@ class StagePlan:
         return len(self.stages) - 1
 
     def start(self, index: int) -> int:
-        """The first iteration (0-based) of stage ``index``."""
+        """Where a stage starts.
+
+        Args:
+            index (int): the stage's index in the plan.
+
+        Returns:
+            int: its first iteration (0-based).
+        """
         return sum(s['iters'] for s in self.stages[:index])
 
     def describe(self) -> str:
@@ -227,9 +263,16 @@ class StagePlan:
 
     @staticmethod
     def from_config(cfg) -> Optional[tuple]:
-        """``(index, plan)`` of the first ``SIGNStageHook`` in
-        ``cfg.custom_hooks`` (a config or a dict), or ``None`` if it has
-        none."""
+        """The plan of a config.
+
+        Args:
+            cfg (Config | dict): a config with ``custom_hooks``.
+
+        Returns:
+            tuple[int, StagePlan] | None: the index of the first
+            ``SIGNStageHook`` in ``custom_hooks`` and its plan; ``None`` if
+            the config has none.
+        """
         for index, hook in enumerate(cfg.get('custom_hooks') or []):
             kind = hook.get('type') if hasattr(hook, 'get') else None
             name = kind if isinstance(kind, str) else \

@@ -1,0 +1,87 @@
+"""The one home of the stage plan and of the class split: what every
+other place reads."""
+from types import SimpleNamespace
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from e2e_utils import REPO
+from mmseg_sign.engine.hooks import SIGNStageHook
+from mmseg_sign.structures import (ClassSplit, StagePlan, gan_parts_used,
+                                   required_optim_wrappers,
+                                   stage_optim_wrappers, stage_options)
+
+
+@pytest.mark.parametrize('stage, roles', [
+    (dict(name='train'), dict(segmentor='segmentor', generator='generator',
+                              discriminator='discriminator')),
+    (dict(name='transfer'), dict(classifier='transfer',
+                                 generator='transfer_generator')),
+    (dict(name='transfer', mode='classifier'),
+     dict(classifier='transfer')),
+    (dict(name='self_train'), dict(
+        segmentor='self_train', generator='self_train_generator',
+        discriminator='self_train_discriminator')),
+    (dict(name='self_train', update='classifier'),
+     dict(segmentor='self_train')),
+])
+def test_each_stage_names_its_wrappers_by_role(stage, roles):
+    filled = stage_options(0, dict(stage, iters=1))
+    assert stage_optim_wrappers(filled) == roles
+    assert required_optim_wrappers(filled) == list(roles.values())
+
+
+def test_gan_parts_a_stage_runs():
+    def parts(**stage):
+        return gan_parts_used(stage_options(0, dict(stage, iters=1)))
+
+    assert parts(name='train') == {'generator', 'discriminator'}
+    assert parts(name='transfer') == {'generator', 'discriminator'}
+    assert parts(name='transfer', mode='classifier') == {'generator'}
+    assert parts(name='self_train', update='classifier') == set()
+    assert parts(name='self_train', update='classifier',
+                 synth_weight=0.5) == {'generator'}
+
+
+def test_plan_from_a_config_is_the_hooks_plan():
+    cfg = Config.fromfile(f'{REPO}/configs/sign/sign_toy.py')
+    index, plan = StagePlan.from_config(cfg)
+    assert index == 0
+    assert plan.describe() == 'train 600 + transfer 200 + self_train 200'
+    assert [plan.start(i) for i in range(3)] == [0, 600, 800]
+    assert [plan.index_at(i) for i in (0, 599, 600, 799, 800, 5000)] == \
+        [0, 0, 1, 1, 2, 2]
+    assert plan[2]['candidates'] == 'predicted_unseen'  # the toy's own
+    assert plan[1]['real_weight'] == 0.75  # a default, filled in
+    assert StagePlan.from_config(Config(dict(custom_hooks=[]))) is None
+
+
+def test_class_split_resolves_and_reads_checkpoints():
+    classes = ('a', 'b', 'c', 'd')
+    split = ClassSplit.resolve(classes, unseen=[3, 'b'])
+    assert split.unseen == ('b', 'd') and split.seen == ('a', 'c')
+    assert split.unseen_ids == [1, 3] and split.same_as(['d', 'b'])
+    mask = torch.tensor([False, True, False, True])
+    ckpt = dict(state_dict={'module.decode_head.unseen_mask': mask},
+                meta=dict(dataset_meta=dict(classes=classes)))
+    assert ClassSplit.from_checkpoint(ckpt) == split
+    assert ClassSplit.from_checkpoint(dict(state_dict={})) is None
+    with pytest.raises(ValueError, match='both seen and unseen'):
+        ClassSplit.resolve(classes, seen=['a', 'b'], unseen=['b'])
+
+
+def test_stage_hook_asks_for_its_companion_hooks():
+    """A config written from scratch with SIGNStageHook alone: the run
+    stops before training and says which hooks to add."""
+    hook = SIGNStageHook([dict(name='train', iters=1)])
+    runner = SimpleNamespace(hooks=[hook])
+    with pytest.raises(ValueError, match=r"sign_split=dict\(type="
+                       r"'ClassSplitHook'\).*sign_teacher=dict\(type="
+                       r"'SelfTrainingTeacherHook'\)"):
+        hook.before_run(runner)
+    from mmseg_sign.engine.hooks import (ClassSplitHook, ResumeCheckHook,
+                                         SelfTrainingTeacherHook)
+    runner.hooks += [ClassSplitHook(), ResumeCheckHook(),
+                     SelfTrainingTeacherHook()]
+    hook.before_run(runner)  # complete
