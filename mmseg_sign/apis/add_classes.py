@@ -39,7 +39,7 @@ from torch import nn
 
 from mmseg.registry import MODELS
 from ..embeddings.table import save_class_embeddings
-from ..engine.hooks.strict_checkpoint_hook import checkpoint_mismatches
+from ..engine.checkpoint_checks import checkpoint_mismatches
 from ..utils.state_dict import strip_module_prefix
 from .class_vectors import new_class_vectors
 from .grown_config import (_dump_config, grown_config, new_palette,

@@ -9,7 +9,7 @@ from hashlib import sha256
 
 import torch
 
-from ..engine.hooks.strict_checkpoint_hook import INFERENCE_UNUSED_PREFIXES
+from ..engine.checkpoint_checks import INFERENCE_UNUSED_PREFIXES
 from ..utils.atomic import atomic_write
 from ..utils.checkpoint import load_checkpoint_file
 from ..utils.state_dict import strip_module_prefix

@@ -39,7 +39,7 @@ def load_model(config, checkpoint: str, cfg_options: Optional[dict] = None):
     from mmengine.model import revert_sync_batchnorm
     from mmseg.apis import init_model
 
-    from ..engine.hooks.strict_checkpoint_hook import checkpoint_mismatches
+    from ..engine.checkpoint_checks import checkpoint_mismatches
     from ..utils.checkpoint import load_checkpoint_file
 
     cfg = Config.fromfile(config) if isinstance(config, str) else config
