@@ -26,9 +26,18 @@ def plan_stage(cfg, name: str) -> Optional[dict]:
 
 
 def refit_plan(cfg, iters: Optional[int]):
-    """``(iters, stage options, optimizer)``: the transfer stage of the
-    config's plan (its weights and length, or ``iters``) and the config's
-    ``transfer`` optimizer."""
+    """What the refit of C runs: the transfer stage of the config's plan.
+
+    Args:
+        cfg (Config): the model's config.
+        iters (int, optional): the refit's length (default: the transfer
+            stage's).
+
+    Returns:
+        tuple: ``(iters, stage options, optimizer config)``: the transfer
+        stage in ``'classifier'`` mode with its loss weights, and the
+        config's ``transfer`` optimizer.
+    """
     transfer = plan_stage(cfg, 'transfer') or dict(name='transfer',
                                                    iters=1000)
     opts = stage_options(0, dict(transfer, mode='classifier'))
@@ -43,7 +52,15 @@ def real_batches(cfg, seed: int):
     in the log) when its files cannot be read (the refit then uses
     generated features only; ``real=False`` asks for that). A config whose
     ``train_dataloader`` lacks a key it needs is an error naming the key,
-    not a silent fallback."""
+    not a silent fallback.
+
+    Args:
+        cfg (Config): the model's config.
+        seed (int): the loader's seed.
+
+    Returns:
+        Iterator[dict] | None: data batches, forever.
+    """
     if cfg.get('train_dataloader', None) is None:
         raise AddClassesError(
             'the config has no train_dataloader, which the refit reads its '
@@ -81,8 +98,18 @@ def refit_classifier(model, iters: int, opts: dict, optimizer_cfg: dict,
                      pixels: int = 4096) -> None:
     """The transfer stage's classifier step (eq. 9) ``iters`` times: E, SIM
     and G frozen; C learns from real seen features (``batches``) and
-    generated features of every class. ``refit``: one of
-    :data:`REFIT_MODES`."""
+    generated features of every class.
+
+    Args:
+        model (nn.Module): the grown segmentor (updated in place).
+        iters (int): refit iterations.
+        opts (dict): the transfer stage's options (:func:`refit_plan`).
+        optimizer_cfg (dict): the optimizer of C.
+        batches (Iterator | None): real batches (:func:`real_batches`).
+        refit (str): what learns, one of :data:`REFIT_MODES`.
+        num_new (int): how many classes were added (the last outputs).
+        pixels (int): generated features per iteration.
+    """
     from mmengine.optim import build_optim_wrapper
     head = model.decode_head
     modules = [head.conv_seg]

@@ -151,3 +151,33 @@ def ZeroShotDataset(dataset: Optional[dict] = None,
     """
     cls, args = _inner_args(dataset, dataset_type, kwargs)
     return cls(**args)
+
+
+def metainfo_from_cfg(dataset_cfg) -> Optional[dict]:
+    """The metainfo a dataset config resolves to, without building the
+    dataset (no file is read): the class's ``_load_metainfo``. Dataset
+    wrappers (``dataset=`` / ``datasets=[...]``) give their first
+    dataset's, as mmengine's wrappers do.
+
+    Args:
+        dataset_cfg (dict): a dataset config.
+
+    Returns:
+        dict | None: its metainfo; ``None`` if unknown.
+    """
+    if not isinstance(dataset_cfg, Mapping):
+        return None
+    meta = dataset_metainfo_from_cfg(dataset_cfg)  # zero-shot types
+    if meta is not None:
+        return meta
+    if isinstance(dataset_cfg.get('dataset'), Mapping):
+        return metainfo_from_cfg(dataset_cfg['dataset'])
+    if isinstance(dataset_cfg.get('datasets'), (list, tuple)) and \
+            dataset_cfg['datasets']:
+        return metainfo_from_cfg(dataset_cfg['datasets'][0])
+    cls = dataset_cfg.get('type')
+    if isinstance(cls, str):
+        cls = DATASETS.get(cls)
+    if cls is None or not hasattr(cls, '_load_metainfo'):
+        return None
+    return cls._load_metainfo(dataset_cfg.get('metainfo'))

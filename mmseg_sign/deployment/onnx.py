@@ -35,7 +35,16 @@ def load_model(config, checkpoint: str, cfg_options: Optional[dict] = None):
 
     A checkpoint that lacks or mismatches weights of the model is an error
     (as in ``tools/test.py``): a deployed graph must not hold random
-    weights."""
+    weights.
+
+    Args:
+        config (str | Config): the config the model was trained with.
+        checkpoint (str): its checkpoint file.
+        cfg_options (dict, optional): overrides merged into the config.
+
+    Returns:
+        nn.Module: the segmentor, ready to export.
+    """
     from mmengine.model import revert_sync_batchnorm
     from mmseg.apis import init_model
 
@@ -59,7 +68,14 @@ def load_model(config, checkpoint: str, cfg_options: Optional[dict] = None):
 
 def check_exportable(model) -> None:
     """Refuse, with the reason and the way out, what the exported graph
-    would not reproduce."""
+    would not reproduce.
+
+    Args:
+        model (nn.Module): the segmentor.
+
+    Raises:
+        ExportError: e.g. test-time augmentation or a slide test mode.
+    """
     head = getattr(model, 'decode_head', None)
     if head is None or not hasattr(model, 'encode_decode'):
         raise ExportError(
@@ -128,6 +144,14 @@ class ONNXSegmentor(nn.Module):
 
 
 def default_shape(model) -> tuple:
+    """The input size to trace when none is given.
+
+    Args:
+        model (nn.Module): the segmentor.
+
+    Returns:
+        tuple[int, int]: the data preprocessor's ``size`` (the crop).
+    """
     size = getattr(model.data_preprocessor, 'size', None)
     if not size:
         raise ExportError(
@@ -140,9 +164,22 @@ def default_shape(model) -> tuple:
 def export(model, out: str, shape: Sequence[int], dynamic: bool = False,
            output: str = 'logits', opset: Optional[int] = None,
            exporter: str = 'torchscript') -> str:
-    """Write ``model`` as ONNX to ``out`` (traced on a ``1 × 3 × H × W``
-    example; batch, height and width dynamic with ``dynamic``) and check
-    it with ``onnx.checker``; returns ``out``."""
+    """Write ``model`` as ONNX and check it with ``onnx.checker``.
+
+    Args:
+        model (nn.Module): the segmentor (:func:`load_model`).
+        out (str): the ``.onnx`` file to write.
+        shape (Sequence[int]): ``(H, W)`` of the ``1 × 3 × H × W`` example
+            traced.
+        dynamic (bool): batch, height and width dynamic.
+        output (str): ``'logits'`` (``N × K × H × W``) or ``'seg'``
+            (``N × H × W`` class indices).
+        opset (int, optional): the ONNX opset (default: the exporter's).
+        exporter (str): ``'torchscript'`` or ``'dynamo'``.
+
+    Returns:
+        str: ``out``.
+    """
     try:
         import onnx
     except ImportError as err:
@@ -258,11 +295,21 @@ def torch_logits(model, inputs: torch.Tensor, data_sample) -> torch.Tensor:
 
 
 def compare(model, onnx_path: str, images, output: str = 'logits') -> dict:
-    """Run ``images`` (``(inputs, data_sample)`` pairs of the test
-    pipeline) through PyTorch and ONNX Runtime: ``max_abs_diff`` of the
-    logits (``nan`` for ``output='seg'``), ``agreement`` (percent of pixels
-    with the same argmax), ``images`` compared, ``skipped`` (size other than
-    a fixed-shape graph's)."""
+    """Run test images through PyTorch and ONNX Runtime.
+
+    Args:
+        model (nn.Module): the exported segmentor.
+        onnx_path (str): the graph.
+        images (Iterable): ``(inputs, data_sample)`` pairs of the test
+            pipeline (:func:`test_images`).
+        output (str): the graph's output, ``'logits'`` or ``'seg'``.
+
+    Returns:
+        dict: ``max_abs_diff`` of the logits (``nan`` for ``'seg'``),
+        ``agreement`` (percent of pixels with the same argmax), ``images``
+        compared, ``pixels``, ``skipped`` (sizes other than a fixed-shape
+        graph's).
+    """
     run = run_onnx(onnx_path)
     fixed = [d if isinstance(d, int) else None for d in run.input_shape[2:]]
     max_diff, same, total, n, skipped = 0.0, 0, 0, 0, 0

@@ -2,12 +2,12 @@
 data, the model, the validation / test data, the metrics and any checkpoint
 it starts from), read through :mod:`mmseg_sign.structures.class_split`."""
 from collections.abc import Mapping
-from typing import Optional
 
 from mmengine.hooks import Hook
 
-from mmseg.registry import DATASETS, HOOKS
+from mmseg.registry import HOOKS
 from ...datasets.zero_shot import mask_unseen_labels
+from ...datasets.zero_shot_wrapper import metainfo_from_cfg
 from ...structures.class_split import (checkpoint_unseen_classes,
                                        resolve_split)
 from .runner_state import is_resuming, is_training, unwrap_model
@@ -95,7 +95,12 @@ class ClassSplitHook(Hook):
         """Every consumer of the split (the validation and test datasets,
         any metric that sets its own split) agrees with ``train_meta``'s;
         else a ValueError naming both places, both splits and the fix.
-        Reads the configs where the loops are not built yet."""
+        Reads the configs where the loops are not built yet.
+
+        Args:
+            runner (Runner): the runner (its ``cfg`` and ``val_loop``).
+            train_meta (dict): the training dataset's metainfo.
+        """
         reference = tuple(train_meta['unseen_classes'])
         classes = train_meta.get('classes')
         cfg = runner.cfg
@@ -125,8 +130,13 @@ class ClassSplitHook(Hook):
 
 
 def check_split_has_unseen(stage_names, head) -> None:
-    """``stage_names`` (stages that learn the unseen classes) need a split
-    with unseen classes in ``head``."""
+    """Stages that learn the unseen classes need some.
+
+    Args:
+        stage_names (list[str]): the plan's ``transfer`` / ``self_train``
+            stages.
+        head (nn.Module): the decode head (its ``unseen_mask``).
+    """
     unseen_mask = getattr(head, 'unseen_mask', None)
     if stage_names and unseen_mask is not None and \
             not bool(unseen_mask.any()):
@@ -136,33 +146,17 @@ def check_split_has_unseen(stage_names, head) -> None:
             'datasets\' metainfo (docs/user_guide.md, "Datasets").')
 
 
-def metainfo_from_cfg(dataset_cfg) -> Optional[dict]:
-    """The metainfo a dataset config resolves to, without building the
-    dataset (no file is read): the class's ``_load_metainfo``. Dataset
-    wrappers (``dataset=`` / ``datasets=[...]``) give their first
-    dataset's, as mmengine's wrappers do. ``None`` if unknown."""
-    from ...datasets import dataset_metainfo_from_cfg
-    if not isinstance(dataset_cfg, Mapping):
-        return None
-    meta = dataset_metainfo_from_cfg(dataset_cfg)  # zero-shot types
-    if meta is not None:
-        return meta
-    if isinstance(dataset_cfg.get('dataset'), Mapping):
-        return metainfo_from_cfg(dataset_cfg['dataset'])
-    if isinstance(dataset_cfg.get('datasets'), (list, tuple)) and \
-            dataset_cfg['datasets']:
-        return metainfo_from_cfg(dataset_cfg['datasets'][0])
-    cls = dataset_cfg.get('type')
-    if isinstance(cls, str):
-        cls = DATASETS.get(cls)
-    if cls is None or not hasattr(cls, '_load_metainfo'):
-        return None
-    return cls._load_metainfo(dataset_cfg.get('metainfo'))
-
-
 def metric_splits(evaluator_cfg, classes, where: str) -> list:
-    """``(place, unseen names)`` for every metric config of
-    ``evaluator_cfg`` that sets its own split."""
+    """The metrics of an evaluator config that set their own split.
+
+    Args:
+        evaluator_cfg (dict | list): ``val_evaluator`` / ``test_evaluator``.
+        classes (Sequence[str]): the dataset's classes.
+        where (str): the config key, for messages.
+
+    Returns:
+        list[tuple[str, tuple[str]]]: ``(place, unseen names)`` each.
+    """
     if isinstance(evaluator_cfg, Mapping) and 'metrics' in evaluator_cfg:
         evaluator_cfg = evaluator_cfg['metrics']
     metrics = evaluator_cfg if isinstance(evaluator_cfg, (list, tuple)) \

@@ -4,19 +4,39 @@ from mmengine.optim import OptimWrapper
 
 
 def is_training(runner) -> bool:
-    """Whether ``runner`` is in ``runner.train()`` (its optimizer wrappers
-    are built), not in ``tools/test.py`` / ``init_model``."""
+    """Whether ``runner`` is in ``runner.train()``.
+
+    Args:
+        runner (Runner): the runner.
+
+    Returns:
+        bool: its optimizer wrappers are built (not ``tools/test.py`` /
+        ``init_model``).
+    """
     return isinstance(runner.optim_wrapper, OptimWrapper)
 
 
 def is_resuming(runner) -> bool:
-    """Whether the run resumes a checkpoint (``--resume`` /
-    ``resume=True``) rather than starting from ``load_from``."""
+    """Whether the run resumes a checkpoint.
+
+    Args:
+        runner (Runner): the runner.
+
+    Returns:
+        bool: ``--resume`` / ``resume=True`` (not ``load_from``).
+    """
     return bool(runner.cfg.get('resume', False))
 
 
 def unwrap_model(runner):
-    """``runner.model`` without its DDP / ``ZeroShotDataParallel``
-    wrapper."""
+    """The model a runner trains.
+
+    Args:
+        runner (Runner): the runner.
+
+    Returns:
+        nn.Module: ``runner.model`` without its DDP /
+        ``ZeroShotDataParallel`` wrapper.
+    """
     model = runner.model
     return model.module if is_model_wrapper(model) else model

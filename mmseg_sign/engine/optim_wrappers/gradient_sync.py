@@ -187,6 +187,10 @@ def update_params(optim_wrapper: OptimWrapper, loss: torch.Tensor) -> None:
     parameters are averaged here, after backward. Either way every rank
     steps the same gradients; a parameter no rank reached gets a zero
     gradient, as one reached only elsewhere does.
+
+    Args:
+        optim_wrapper (OptimWrapper): the wrapper to step.
+        loss (torch.Tensor): the scalar loss of its update.
     """
     sync = getattr(optim_wrapper, 'grad_sync', None)
     if sync is not None:
