@@ -41,14 +41,12 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 from mmseg_sign.utils.logs import logged_records as logged
+from toy_ablation_table import KEYS, fmt, write_table  # noqa: F401 (tools/)
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 BASE = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
 TRAIN, TRANSFER, SELF_TRAIN = 600, 200, 200
-KEYS = ('mIoU_seen', 'mIoU_unseen', 'hIoU')
 
 
 def write_config(path, data_root, body):
@@ -114,6 +112,14 @@ ST_VARIANTS = {
 }
 
 
+def run(cmd) -> str:
+    """Run ``cmd``; its stdout, or a RuntimeError with its stderr."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
+    return proc.stdout
+
+
 def train(cfg, work_dir, seed, resume=False, extra_args=()):
     """tools/train.py ``cfg`` with ``randomness.seed=seed`` (and
     ``extra_args``, e.g. ``['--amp-dtype', 'bfloat16']``); seconds taken."""
@@ -123,9 +129,7 @@ def train(cfg, work_dir, seed, resume=False, extra_args=()):
     if resume:
         cmd.insert(-2, '--resume')
     t0 = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
+    run(cmd)
     return time.time() - t0
 
 
@@ -133,11 +137,6 @@ def val_metrics(work_dir):
     """{iteration: {key: value}} of every validation in the work dir."""
     return {step: {k: r[k] for k in KEYS}
             for step, r in logged(work_dir, 'hIoU').items()}
-
-
-def fmt(values):
-    values = np.array(values)
-    return f'{values.mean():.2f} ± {values.std():.2f}'
 
 
 RECIPE_VARIANTS = {
@@ -204,10 +203,7 @@ def probe(cfg, checkpoint):
     """Linear-probe accuracy of mu and chance (latent_probe.py)."""
     cmd = [sys.executable, osp.join(REPO, 'tools', 'analysis',
                                     'latent_probe.py'), cfg, checkpoint]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(run(cmd).strip().splitlines()[-1])
 
 
 def kld_curve(work_dir):
@@ -262,7 +258,8 @@ def main():
             value['probe'] = probe(osp.join(wd, cfg),
                                    osp.join(wd, run, f'iter_{TRAIN}.pth'))
             save(key, value)
-        write_table(results, args.out, args.data_seed)
+        write_table(results, args.out, ORDER, (TRAIN, TRANSFER, SELF_TRAIN),
+                    args.data_seed)
         return
     cfgs = {}
     for name, body in [('ast', FULL), ('st', ST)]:
@@ -318,85 +315,8 @@ def main():
                                        osp.join(vrun, f'iter_{TRAIN}.pth'))
             save(f'{row}/{seed}', value)
         print(f'seed {seed} done', flush=True)
-    write_table(results, args.out, args.data_seed)
-
-
-def write_table(results, out, data_seed=0):
-    rows = {}
-    for key, value in results.items():
-        row, _ = key.rsplit('/', 1)
-        if row == 'stages':
-            for name, stage in [('stages: train only', 'train'),
-                                ('stages: + transfer (SIGN)', 'transfer'),
-                                ('stages: + ST (ZS3, top 75 %)', 'st'),
-                                ('stages: + AST (T = 0.2)', 'ast'),
-                                ('PE: relative (RPE, default)', 'transfer'),
-                                ('SIM: multi-head self-attention (default)',
-                                 'transfer')]:
-                rows.setdefault(name, []).append(value[stage])
-            for name, m in value.get('st_variants', {}).items():
-                rows.setdefault(name, []).append(m)
-        else:
-            rows.setdefault(row, []).append(value['transfer'])
-    stages = [v for k, v in results.items() if k.startswith('stages/')]
-    seeds = sorted({k.rsplit('/', 1)[1] for k in results})
-    lines = [
-        '# Toy benchmark: ablations',
-        '',
-        f'Made by `python tools/toy_ablation.py --seeds {" ".join(seeds)}` '
-        'on a 2-core CPU'
-        + (f' ({np.mean([s["seconds"] for s in stages]):.0f} s per full '
-           f'SIGN run of {TRAIN + TRANSFER + SELF_TRAIN} iterations)'
-           if stages else '') + '. Toy data: '
-        f'`make_toy_dataset(val_size=(96, 96), seed={data_seed})` (200 '
-        'training '
-        'images, 64×64 crops; 50 test images of 96×96, larger than the '
-        'crops as in the paper\'s PE study); 7 seen / 3 unseen classes. '
-        f'Stages: train {TRAIN}, transfer {TRANSFER}, self-training '
-        f'{SELF_TRAIN} iterations. Recipe, released, PE and SIM rows are '
-        'measured after the transfer stage; the self-training variants '
-        'start from the AST run\'s checkpoint when self-training starts. '
-        'mIoU in %, mean ± std over the seeds.',
-        '',
-        '| setting | seen mIoU | unseen mIoU | harmonic mIoU |',
-        '|---|---|---|---|',
-    ]
-    for row in ORDER:
-        if row in rows:
-            lines.append(f'| {row} | ' + ' | '.join(
-                fmt([m[k] for m in rows[row]]) for k in KEYS) + ' |')
-    probes = [(name, prefix, [v['probe'] for k, v in results.items()
-                              if k.startswith(prefix) and 'probe' in v])
-              for name, prefix in [('SIGN (default)', 'stages/'),
-                                   ('latent path as before',
-                                    'recipe: latent')]]
-    probes = [p for p in probes if p[2]]
-    if probes:
-        lines += [
-            '', '## Is the latent code informative?', '',
-            'After the `train` stage (`tools/analysis/latent_probe.py`): '
-            'logistic-regression probes of `mu` and of a sampled '
-            '`z = mu + ε·σ` (what G is fed) on the pixel class, fitted on '
-            'the feature-map pixels of half the test images, accuracy on '
-            'the other half (chance: the most frequent class); mean |mu| '
-            'next to mean σ; the KL term (`loss_kld`, α = 100 included) '
-            'logged at the end of the stage.', '',
-            '| model | probe on mu | probe on z | chance | mean abs(mu) | '
-            'mean σ | final loss_kld |', '|---|---|---|---|---|---|---|']
-        for name, prefix, ps in probes:
-            klds = [v['kld'][max(v['kld'], key=int)] for k, v in
-                    results.items() if k.startswith(prefix) and v.get('kld')]
-            lines.append(
-                f'| {name} | '
-                f'{fmt([100 * p["mu_probe_accuracy"] for p in ps])} % | '
-                f'{fmt([100 * p["z_probe_accuracy"] for p in ps])} % | '
-                f'{fmt([100 * p["chance"] for p in ps])} % | '
-                f'{np.mean([p["mu_abs_mean"] for p in ps]):.2g} | '
-                f'{np.mean([p["sigma_mean"] for p in ps]):.3g} | '
-                + (f'{np.mean(klds):.2g}' if klds else '–') + ' |')
-    with open(out, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
-    print('\n'.join(lines))
+    write_table(results, args.out, ORDER, (TRAIN, TRANSFER, SELF_TRAIN),
+                args.data_seed)
 
 
 if __name__ == '__main__':

@@ -212,3 +212,28 @@ default_hooks = dict(checkpoint=dict(interval=2))
                    workspace)
     assert 'optim_wrapper.self_train now updates other parameters' in out
     assert (workspace / 'wd_regroup' / 'iter_4.pth').exists()
+
+
+def test_split_hook_refuses_a_transfer_plan_without_unseen_classes(
+        embedding_table):
+    """A training dataset whose metainfo has no split at all: the plan's
+    transfer stage still needs unseen classes, before iteration 1."""
+    from types import SimpleNamespace
+
+    from mmengine.config import Config
+
+    from mmseg.registry import MODELS
+    from mmseg_sign.engine.hooks import ClassSplitHook, SIGNStageHook
+    head = MODELS.build(dict(
+        type='SIGNHead', in_channels=8, channels=8, num_classes=5,
+        class_embeddings=embedding_table[0], latent_channels=8,
+        generator_hidden=(16, ), generator_dropout=0.0, trunk_channels=16))
+    plan = SIGNStageHook([dict(name='train', iters=1),
+                          dict(name='transfer', iters=1)])
+    dataset = SimpleNamespace(metainfo=dict(classes=embedding_table[1]))
+    runner = SimpleNamespace(
+        cfg=Config(), hooks=[plan], model=SimpleNamespace(decode_head=head),
+        train_dataloader=SimpleNamespace(dataset=dataset))
+    with pytest.raises(ValueError, match=r"stages \['transfer'\] learn "
+                       'the unseen classes, but the split has none'):
+        ClassSplitHook().before_train(runner)

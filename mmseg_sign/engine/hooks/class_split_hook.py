@@ -37,8 +37,13 @@ class ClassSplitHook(Hook):
         dataset = runner.train_dataloader.dataset
         mask_unseen_labels(dataset)  # a zero-shot dataset's own check
         meta = dataset.metainfo
-        if 'unseen_classes' not in meta:
-            return
+        if 'unseen_classes' in meta:
+            self._set_split(runner, head, meta)
+        self._check_unseen_for_plan(runner, head)
+
+    def _set_split(self, runner, head, meta: dict) -> None:
+        """Check every consumer against the training dataset's split and
+        give the split to the head."""
         self.check_one_split(runner, meta)
         if hasattr(head, 'set_class_split'):
             if head.unseen_classes is not None:
@@ -51,7 +56,6 @@ class ClassSplitHook(Hook):
                         f"dataset's {tuple(meta['unseen_classes'])}; set the "
                         'split in one place (the dataset metainfo).')
             head.set_class_split(meta['unseen_classes'], meta['classes'])
-        self._check_unseen_for_plan(runner, head)
 
     @staticmethod
     def _check_unseen_for_plan(runner, head) -> None:

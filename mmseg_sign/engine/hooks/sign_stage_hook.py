@@ -134,7 +134,7 @@ class SIGNStageHook(Hook):
         stage = self.plan[index]
         model.set_stage(stage['name'], **{
             k: v for k, v in stage.items() if k not in ('name', 'iters')})
-        model.stage_iter = runner.iter - start
+        model.stage_iter = runner.iter - start  # set_stage reset it
         print_log(
             f"SIGN stage '{stage['name']}' ({index + 1}/{len(self.plan)}): "
             f"iterations {start + 1}-{start + stage['iters']}"
