@@ -25,7 +25,7 @@ from mmseg.registry import DATASETS
 from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
 
 SIGN = 'configs/sign/sign_toy.py'
-FCN = 'configs/baseline/fcn_r18-tiny_toy.py'
+FCN = 'configs/baselines/fcn_r18-tiny_toy.py'
 UNSEEN_IDS = [TOY_CLASSES.index(c) for c in TOY_UNSEEN]
 
 

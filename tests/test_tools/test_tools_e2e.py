@@ -23,7 +23,7 @@ def workspace(tmp_path_factory, toy_root):
 
 def test_fcn_train_resume_test(workspace):
     cfg = write_config(
-        workspace / 'fcn.py', 'configs/baseline/fcn_r18-tiny_toy.py',
+        workspace / 'fcn.py', 'configs/baselines/fcn_r18-tiny_toy.py',
         'train_cfg = dict(max_iters=6, val_interval=6)\n'
         'default_hooks = dict(checkpoint=dict(interval=3))\n')
     wd = str(workspace / 'wd_fcn')

@@ -14,7 +14,7 @@
 # run in WORK/toy/results.json), so a step cut off by a time limit is
 # simply started again. Results (small files) go to OUT: versions and GPU
 # settings, toy_results.json + toy_table.md (the same table as
-# tools/analysis/toy_precision.py prints on a CPU), bench_<dtype>.md.
+# tools/toy_table.py prints on a CPU), bench_<dtype>.md.
 #
 # Environment:
 #   PY      python with a CUDA build of torch (default: python3)
@@ -37,11 +37,13 @@ SEEDS=${SEEDS:-0 1 2}
 mkdir -p "$OUT" "$WORK"
 export PYTHONUNBUFFERED=1
 DEVICE=$($PY -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
-PLAN=(600 200 200)
+PLAN=()  # the shipped plan of configs/sign/sign_toy.py
 BENCH=(configs/sign/sign_voc.py --batch-size 8 --crop 368 368
        --sizes 512x512 1024x2048 --warmup 2 --repeats 5)
 if [ "${SMOKE:-0}" = 1 ]; then
-  PLAN=(2 2 2); SEEDS=0
+  PLAN=(--cfg-options custom_hooks.0.stages.0.iters=2 \
+    custom_hooks.0.stages.1.iters=2 custom_hooks.0.stages.1.block_iters=1 \
+    custom_hooks.0.stages.2.iters=2); SEEDS=0
   BENCH=(configs/sign/sign_toy.py --batch-size 2 --crop 64 64
          --sizes 64x64 --warmup 0 --repeats 1)
 fi
@@ -79,8 +81,10 @@ PY
 }
 
 toy() {  # toy PRECISION
-  $PY tools/analysis/toy_precision.py --precisions "$1" --seeds $SEEDS \
-    --data-seeds 0 --plan "${PLAN[@]}" --work-dir "$WORK/toy" \
+  amp=()
+  [ "$1" != float32 ] && amp=(--amp-dtype "$1")
+  $PY tools/toy_table.py configs/sign/sign_toy.py "${amp[@]}" --seeds $SEEDS \
+    --data-seeds 0 "${PLAN[@]}" --work-dir "$WORK/toy" \
     | tee "$OUT/toy_table.md"
   cp "$WORK/toy/results.json" "$OUT/toy_results.json"
 }

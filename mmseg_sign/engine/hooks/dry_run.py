@@ -117,8 +117,10 @@ def dry_run_first_sample(model, dataset) -> None:
         with torch.no_grad():
             data = model.data_preprocessor(pseudo_collate([sample]), False)
             feats = model.backbone(data['inputs'])
-            _check_neck_input(model.neck, feats)
-            model.decode_head.forward(model.neck(feats))
+            if model.with_neck:  # SPNet: none
+                _check_neck_input(model.neck, feats)
+                feats = model.neck(feats)
+            model.decode_head.forward(feats)
     finally:
         model.train(was_training)
         _set_rng_states(states)

@@ -1,8 +1,9 @@
 from .class_embedding_mixin import ClassEmbeddingMixin
 from .self_training_mixin import SelfTrainingMixin
 from .sign_head import SIGNHead
+from .spnet_head import SPNetHead
 from .transfer_mixin import TransferMixin
 
 __all__ = [
-    'SIGNHead', 'ClassEmbeddingMixin', 'TransferMixin', 'SelfTrainingMixin'
+    'SIGNHead', 'SPNetHead', 'ClassEmbeddingMixin', 'TransferMixin', 'SelfTrainingMixin'
 ]

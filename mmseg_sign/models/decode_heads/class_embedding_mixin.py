@@ -201,6 +201,14 @@ class ClassEmbeddingMixin:
         self.conv_seg = new.to(old.weight.device)
         self.num_classes = self.out_channels = new.out_channels
 
+    def calibrate(self, logits: Tensor) -> Tensor:
+        """Calibrated stacking (SPNet-c): ``self.calibration`` subtracted
+        from the seen classes' logits ``[B, K, H, W]`` (0: unchanged)."""
+        if not self.calibration:
+            return logits
+        return logits - self.calibration * (~self.unseen_mask).to(
+            logits.dtype)[None, :, None, None]
+
     @property
     def unseen_ids(self) -> Tensor:
         return self.unseen_mask.nonzero().flatten()

@@ -78,6 +78,8 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
             ``in_channels`` is filled in.
         discriminator_hidden (Sequence[int]): a ``PixelMLPDiscriminator``'s
             ``hidden_channels`` where ``discriminator`` does not set them.
+        adversarial (bool): ``False`` builds no D: G learns from the MMD
+            alone (ZS3Net's GMMN) and D's optimizer wrapper trains C only.
         loss_kld_weight (float): α of eq. 4 (100).
         loss_mmd_weight (float): β of eq. 7 (50).
         loss_adv_weight (float): weight of the adversarial losses.
@@ -114,6 +116,7 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
                  trunk_channels: int = 1024,
                  discriminator: Optional[dict] = None,
                  discriminator_hidden: Sequence[int] = (512, ),
+                 adversarial: bool = True,
                  loss_kld_weight: float = 100.0,
                  loss_mmd_weight: float = 50.0,
                  loss_adv_weight: float = 1.0,
@@ -174,7 +177,8 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
             d_type, d_in = 'PixelMLPDiscriminator', self.channels
         self.discriminator = MODELS.build(_module_cfg(
             discriminator or dict(type=d_type), 'PixelMLPDiscriminator',
-            dict(hidden_channels=discriminator_hidden), in_channels=d_in))
+            dict(hidden_channels=discriminator_hidden), in_channels=d_in)) \
+            if adversarial else None
         self.loss_kld_weight = loss_kld_weight
         self.loss_mmd_weight = loss_mmd_weight
         self.loss_adv_weight = loss_adv_weight
@@ -201,11 +205,8 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
 
     def predict(self, inputs, batch_img_metas: List[dict],
                 test_cfg) -> Tensor:
-        logits = self.forward(inputs)
-        if self.calibration:
-            logits = logits - self.calibration * (~self.unseen_mask).to(
-                logits.dtype)[None, :, None, None]
-        return self.predict_by_feat(logits, batch_img_metas)
+        return self.predict_by_feat(self.calibrate(self.forward(inputs)),
+                                    batch_img_metas)
 
     def _trunk_pixels(self, feats: Tensor) -> Tensor:
         """Trunk and dropout on pixel features ``[N, channels]`` (matrix
@@ -310,15 +311,18 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
         loss_mmd = class_mmd_loss(real, fake, labels,
                                   self.mmd_kernel_variances,
                                   self.mmd_estimator)
-        losses = dict(
-            loss_mmd=self.loss_mmd_weight * loss_mmd,
-            loss_adv_g=self.loss_adv_weight *
-            adversarial_loss(self.discriminate(fake), real=True))
+        losses = dict(loss_mmd=self.loss_mmd_weight * loss_mmd)
+        if self.discriminator is not None:
+            losses['loss_adv_g'] = self.loss_adv_weight * adversarial_loss(
+                self.discriminate(fake), real=True)
         return losses, real, fake, labels
 
     def loss_discriminator(self, real: Tensor,
                            fake: Tensor) -> Dict[str, Tensor]:
-        """D's side of eq. 6 on real and generated (detached) pixels."""
+        """D's side of eq. 6 on real and generated (detached) pixels (none
+        without a D)."""
+        if self.discriminator is None:
+            return {}
         d_real = self.discriminate(real)
         d_fake = self.discriminate(fake.detach())
         return dict(loss_adv_d=self.loss_adv_weight * discriminator_loss(

@@ -202,8 +202,9 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
                     head.classify(fake.detach()), labels)
             return losses_d
 
-        log_vars.update(self._update(
-            dis_ow, self._losses_for(dis_ow, discriminator_losses)))
+        losses_d = self._losses_for(dis_ow, discriminator_losses)
+        if losses_d:  # none: no D (ZS3Net) and no C on its wrapper
+            log_vars.update(self._update(dis_ow, losses_d))
         return log_vars
 
     def _stage_wrappers(self, optim_wrapper: OptimWrapperDict) -> dict:

@@ -1,0 +1,14 @@
+# CaGNet + ST on COCO-Stuff: cagnet_cocostuff.py, then CaGNet's self-training (best
+# unseen class when among the top-k logits; configs_st_voc.yaml: k = 1) for
+# as long as SIGN's self-training (configs/sign/sign_cocostuff_st.py).
+_base_ = ['./cagnet_cocostuff.py']
+stages = [
+    dict(name='train', iters=40000),
+    dict(name='transfer', iters=6000, mode='alternate', synth_weight=1.0),
+    dict(name='self_train', iters=4000, mode='ST_topk', top_k=1),
+]
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+train_cfg = dict(max_iters=50000)

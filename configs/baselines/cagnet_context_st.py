@@ -1,0 +1,14 @@
+# CaGNet + ST on Pascal Context: cagnet_context.py, then CaGNet's self-training (best
+# unseen class when among the top-k logits; configs_st_voc.yaml: k = 1) for
+# as long as SIGN's self-training (configs/sign/sign_context_st.py).
+_base_ = ['./cagnet_context.py']
+stages = [
+    dict(name='train', iters=40000),
+    dict(name='transfer', iters=10000, mode='alternate'),
+    dict(name='self_train', iters=7000, mode='ST_topk', top_k=1),
+]
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+train_cfg = dict(max_iters=57000)

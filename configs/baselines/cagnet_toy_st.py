@@ -1,0 +1,13 @@
+# CaGNet + ST on the toy data: cagnet_toy.py, then CaGNet's self-training
+# (a pixel is labelled with its best unseen class when that class is among
+# its top-k logits; CaGNet's self-training config: k = 1).
+_base_ = ['./cagnet_toy.py']
+stages = [
+    dict(name='train', iters=600),
+    dict(name='transfer', iters=200, mode='alternate', block_iters=25),
+    dict(name='self_train', iters=200, mode='ST_topk', top_k=1),
+]
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]

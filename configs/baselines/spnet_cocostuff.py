@@ -1,0 +1,18 @@
+# SPNet (Xian et al., CVPR 2019) on COCO-Stuff (156 / 15), DeepLab-v2 R101,
+# the class embeddings of configs/sign/sign_cocostuff.py. Calibrated stacking:
+# test_evaluator.calibration_sweep.
+_base_ = [
+    '../_base_/models/spnet_deeplabv2_r101.py',
+    '../_base_/datasets/coco_stuff164k_zs.py',
+    'mmseg::_base_/default_runtime.py',
+    '../_base_/schedules/spnet_46k.py',
+]
+custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
+
+model = dict(
+    data_preprocessor=dict(size=(368, 368)),
+    decode_head=dict(
+        num_classes=171,
+        class_embeddings='data/embeddings/'
+        'cocostuff171_cagnet_fasttext_word2vec.npz'))
+log_processor = dict(by_epoch=False)

@@ -1,0 +1,35 @@
+# ZS3Net (Bucher et al., NeurIPS 2019) on COCO-Stuff, DeepLab-v2 R101 as Table 1
+# runs it: E of configs/sign/sign_cocostuff.py with Gaussian noise as the latent
+# (NoisePriorNeck), a GMMN generator (one hidden layer of 256, LeakyReLU,
+# dropout 0.5) trained by the MMD alone, no discriminator, then the
+# classifier retrained on real seen + generated features (transfer mode
+# 'classifier'). Schedule and learning rates: SIGN's (docs/reproduction.md,
+# "Baselines").
+_base_ = ['../sign/sign_cocostuff.py']
+model = dict(
+    neck=dict(
+        _delete_=True,
+        type='NoisePriorNeck',
+        in_channels=2048,
+        channels=600,
+        dilations=(6, 12, 18, 24)),
+    decode_head=dict(
+        adversarial=False,
+        generator=dict(type='PixelMLPGenerator', hidden_channels=(256, ),
+                       dropout=0.5)))
+stages = [
+    dict(name='train', iters=40000),
+    dict(name='transfer', iters=6000, mode='classifier', real_weight=1.0,
+         synth_weight=1.0),
+]
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+train_cfg = dict(max_iters=46000)
+# no D: the wrappers of D (+ C) train C alone
+classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
+optim_wrapper = dict(
+    discriminator=dict(modules=classifier_modules),
+    transfer=dict(modules=classifier_modules),
+    self_train_discriminator=dict(modules=classifier_modules))

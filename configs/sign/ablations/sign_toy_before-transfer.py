@@ -1,0 +1,14 @@
+# The project's earlier transfer alone on the toy: C alone on real and
+# synthetic features (weights 1 / 1) with a 50 % unseen share of the
+# sampled labels (7 seen, 3 unseen: 3·(1 + 4/3) = 7).
+_base_ = ['../sign_toy_transfer-only.py']
+model = dict(decode_head=dict(gen_unseen_rate=4 / 3))
+stages = [
+    dict(name='train', iters=600),
+    dict(name='transfer', iters=200, mode='classifier', real_weight=1.0,
+         synth_weight=1.0),
+]
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]

@@ -1,0 +1,107 @@
+"""Toy tables: shipped configs trained with tools/train.py on the built-in
+toy data over training seeds and toy data seeds, and the markdown table of
+their mean ± std (``tools/toy_table.py``, docs/toy_results.md)."""
+import json
+import os
+import os.path as osp
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+from mmengine.config import Config
+
+from ..datasets.toy_data import make_toy_dataset
+from ..structures.stage_plan import StagePlan
+from .logs import logged_records
+
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+KEYS = ('mIoU_seen', 'mIoU_unseen', 'hIoU')
+
+
+def stage_ends(cfg_path: str) -> dict:
+    """``{stage name: last iteration}`` of the config's plan (the last
+    stage of a name wins); ``{'end': None}`` without a plan. ``cfg_path``:
+    a shipped config, or the one a run dumped in its work dir."""
+    found = StagePlan.from_config(Config.fromfile(cfg_path))
+    if found is None:
+        return {'end': None}
+    plan = found[1]
+    return {s['name']: plan.start(i) + s['iters'] for i, s in enumerate(plan)}
+
+
+def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
+          cfg_options=()) -> float:
+    """tools/train.py on the toy data of ``data_root``; seconds taken."""
+    extra = ['--amp-dtype', amp_dtype] if amp_dtype else []
+    options = [*cfg_options, f'randomness.seed={seed}',
+               f'model.decode_head.class_embeddings={data_root}/'
+               'class_embeddings.npz']
+    options += [f'{loader}.dataset.data_root={data_root}'
+                for loader in ('train_dataloader', 'val_dataloader',
+                               'test_dataloader')]
+    cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg_path,
+           '--work-dir', work_dir, *extra, '--cfg-options', *options]
+    start = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
+    return time.time() - start
+
+
+def neck_params(work_dir: str) -> int:
+    """Parameters of the neck (the SIM) in the run's last checkpoint."""
+    with open(osp.join(work_dir, 'last_checkpoint')) as f:
+        state = torch.load(f.read().strip(), map_location='cpu',
+                           weights_only=False)['state_dict']
+    return int(sum(v.numel() for k, v in state.items()
+                   if k.startswith('neck.') and v.is_floating_point()))
+
+
+def run(cfg_path, wd, data_seed, seed, amp_dtype=None,
+        cfg_options=()) -> dict:
+    """One run's metrics at each stage end, its time and neck size."""
+    data_root = osp.join(wd, f'data{data_seed}')
+    if not osp.exists(osp.join(data_root, 'class_embeddings.npz')):
+        make_toy_dataset(data_root, val_size=(96, 96), seed=data_seed)
+    stem = row_stem(cfg_path, amp_dtype)
+    run_dir = osp.join(wd, f'{stem}_data{data_seed}_seed{seed}')
+    seconds = train(cfg_path, run_dir, data_root, seed, amp_dtype,
+                    cfg_options)
+    records = logged_records(run_dir, 'hIoU')
+    out = dict(seconds=seconds, neck_params=neck_params(run_dir))
+    # the plan as run (--cfg-options included): the config the run dumped
+    dumped = osp.join(run_dir, osp.basename(cfg_path))
+    for stage, end in stage_ends(dumped).items():
+        record = records[end if end is not None else max(records)]
+        out[stage] = {k: record[k] for k in KEYS}
+    return out
+
+
+def row_stem(cfg_path: str, amp_dtype=None) -> str:
+    stem = osp.splitext(osp.basename(cfg_path))[0]
+    return f'{stem}+{amp_dtype}' if amp_dtype else stem
+
+
+def fmt(values) -> str:
+    return f'{np.mean(values):.2f} ± {np.std(values):.2f}'
+
+
+def table(results: dict, rows: dict, data_seeds, seeds) -> list:
+    """Markdown lines: each row's mean ± std over its runs of the given
+    data seeds and training seeds."""
+    wanted = {f'{d}/{s}' for d in data_seeds for s in seeds}
+    lines = ['| row | runs | seen mIoU | unseen mIoU | harmonic mIoU | '
+             'neck params | s per run |', '|---|---|---|---|---|---|---|']
+    for label, (stem, stage) in rows.items():
+        runs = [v for k, v in results.items() if k.split('/')[0] == stem
+                and k.split('/', 1)[1] in wanted and stage in v]
+        if runs:
+            lines.append(
+                f'| {label} | {len(runs)} | ' + ' | '.join(
+                    fmt([r[stage][k] for r in runs]) for k in KEYS)
+                + f" | {runs[0]['neck_params']:,} | "
+                f"{np.mean([r['seconds'] for r in runs]):.0f} |")
+    return lines
