@@ -3,14 +3,13 @@
 docstring)."""
 import io
 import os
-import os.path as osp
 from collections.abc import Mapping
 from hashlib import sha256
 
 import torch
 
 from ..engine.checkpoint_checks import INFERENCE_UNUSED_PREFIXES
-from ..utils.atomic import atomic_write
+from ..utils.atomic import atomic_write, check_output_file
 from ..utils.checkpoint import load_checkpoint_file
 from ..utils.state_dict import strip_module_prefix
 
@@ -68,27 +67,10 @@ def _size(path: str) -> str:
     return f'{os.path.getsize(path) / 2**20:.2f} MiB'
 
 
-def _same_file(a: str, b: str) -> bool:
-    """Whether paths ``a`` and ``b`` name one file (real paths, or one
-    inode: symlinks and hard links)."""
-    if osp.realpath(a) == osp.realpath(b):
-        return True
-    try:
-        return osp.samefile(a, b)
-    except OSError:  # one of them does not exist
-        return False
-
-
 def _check_output(in_file: str, out_file: str) -> None:
     """OUT must not be the input nor a directory."""
-    if _same_file(in_file, out_file):
-        raise ValueError(
-            f'the output {out_file} is the input checkpoint {in_file} '
-            f'({osp.realpath(in_file)}); publishing would replace it. Give '
-            'the output another name, e.g. checkpoints/NAME.pth.')
-    if osp.isdir(out_file):
-        raise ValueError(f'the output {out_file} is a directory; give a '
-                         'file name, e.g. checkpoints/NAME.pth.')
+    check_output_file(out_file, {'input checkpoint': in_file},
+                      'checkpoints/NAME.pth')
 
 
 def process_checkpoint(in_file: str, out_file: str,

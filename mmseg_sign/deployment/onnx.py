@@ -21,6 +21,8 @@ import torch
 import torch.nn as nn
 from mmengine.config import Config
 
+from ..utils.atomic import atomic_write
+
 OUTPUTS = ('logits', 'seg')
 EXPORTERS = ('torchscript', 'dynamo')
 
@@ -218,28 +220,32 @@ def export(model, out: str, shape: Sequence[int], dynamic: bool = False,
         if dynamic:
             kwargs['dynamic_shapes'] = {
                 'img': {0: Dim.DYNAMIC, 2: Dim.DYNAMIC, 3: Dim.DYNAMIC}}
-    os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        try:
-            program = torch.onnx.export(wrapper, (example, ), out, **kwargs)
-        except Exception as err:
-            raise ExportError(
-                f'torch.onnx.export ({exporter}) failed on '
-                f'{type(model).__name__}: {type(err).__name__}: {err}\n'
-                'An op of the backbone or neck may have no ONNX form (e.g. '
-                'an mmcv op without an ONNX symbolic): try the other '
-                '--exporter, another --opset, or another backbone.'
-            ) from err
-    if exporter == 'dynamo' and program is not None and \
-            not osp.isfile(out):
-        program.save(out)
-    proto = onnx.load(out)
-    _set_io_shapes(proto, model.decode_head.num_classes, output,
-                   None if dynamic else (h, w))
-    onnx.checker.check_model(proto)
-    onnx.save(proto, out)
-    return out
+
+    def write(path: str) -> None:  # on a temporary file beside ``out``
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            try:
+                program = torch.onnx.export(wrapper, (example, ), path,
+                                            **kwargs)
+            except Exception as err:
+                raise ExportError(
+                    f'torch.onnx.export ({exporter}) failed on '
+                    f'{type(model).__name__}: {type(err).__name__}: {err}\n'
+                    'An op of the backbone or neck may have no ONNX form '
+                    '(e.g. an mmcv op without an ONNX symbolic): try the '
+                    'other --exporter, another --opset, or another '
+                    'backbone.') from err
+        if exporter == 'dynamo' and program is not None and \
+                not osp.getsize(path):
+            program.save(path)
+        proto = onnx.load(path)
+        _set_io_shapes(proto, model.decode_head.num_classes, output,
+                       None if dynamic else (h, w))
+        onnx.checker.check_model(proto)
+        onnx.save(proto, path)
+
+    # atomic: a failed export leaves no partial graph and an old file as is
+    return atomic_write(out, write)
 
 
 def _set_io_shapes(proto, num_classes: int, output: str, size=None):

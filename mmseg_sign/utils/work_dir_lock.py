@@ -1,12 +1,20 @@
-"""One training run per work dir: ``tools/train.py`` locks it.
+"""One training run per work dir.
 
 Two runs started with the same ``--work-dir`` would share one timestamp
 folder and log, and each would overwrite the other's checkpoints. The run
-takes an exclusive ``fcntl.flock`` on ``WORK_DIR/.train.lock`` (which also
-holds its pid and command line) for as long as it lives; a second run
-fails at once naming the first one's pid. The kernel drops the lock when
-the owner exits, however it exits (``kill -9`` too), so a lock file left by
-a dead process is simply taken over.
+takes an exclusive lock on ``WORK_DIR/.train.lock`` (which also holds its
+pid and command line) for as long as it lives; a second run fails at once
+naming the first one's pid. Every training run takes it:
+``WorkDirLockHook`` (in the schedule bases' ``default_hooks``) when the
+Runner starts, whatever started it (this project's ``tools/train.py``,
+mmseg's, ``mim train`` or a Runner built in Python), and this project's
+``tools/train.py`` already before it builds the Runner.
+
+The lock is a POSIX record lock (``fcntl.lockf``): the kernel drops it
+when the owner exits, however it exits (``kill -9`` too), so a lock file
+left by a dead process is simply taken over; and, unlike ``flock``, it is
+not inherited by forked children, so dataloader workers that outlive a
+killed run for a few seconds do not block its ``--resume``.
 """
 import atexit
 import fcntl
@@ -52,7 +60,7 @@ def lock_work_dir(work_dir: str) -> Optional[str]:
         return path
     lock_file = open(path, 'a+')
     try:
-        fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:  # BlockingIOError: held by another process
         lock_file.seek(0)
         owner = lock_file.read().strip() or 'another process'
@@ -81,7 +89,7 @@ def unlock_work_dir(work_dir: str) -> None:
     try:
         lock_file.seek(0)
         lock_file.truncate()  # no stale pid for the next reader
-        fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
+        fcntl.lockf(lock_file.fileno(), fcntl.LOCK_UN)
     finally:
         lock_file.close()
 

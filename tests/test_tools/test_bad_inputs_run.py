@@ -221,6 +221,24 @@ def publish_through_link(kind):
     return action
 
 
+def export_onto(which):
+    """tools/deployment/pytorch2onnx.py with --out one of its inputs."""
+
+    def action(ctx, case):
+        folder = ctx.fresh(f'onnx_{which}')
+        ckpt = shutil.copy(ctx.ckpt, osp.join(folder, 'iter_2.pth'))
+        cfg = shutil.copy(ctx.cfg, osp.join(folder, 'short.py'))
+        digests = {path: _sha(path) for path in (ckpt, cfg)}
+        case.after = lambda: all(
+            _sha(p) == d for p, d in digests.items()) and sorted(
+                os.listdir(folder)) == ['iter_2.pth', 'short.py']
+        target = ckpt if which == 'checkpoint' else cfg
+        return ctx.tool('deployment/pytorch2onnx.py', cfg, ckpt, '--out',
+                        target)
+
+    return action
+
+
 def publish_normal(ctx, case):
     """The control: a training checkpoint publishes, atomically (no
     temporary file left), and loads with weights_only=True."""
@@ -349,6 +367,67 @@ def train_in_locked_work_dir(ctx, case):
         holder.kill()
         holder.wait()
     return out
+
+
+def mmseg_train_in_locked_work_dir(ctx, case):
+    """mmseg's own tools/train.py (the one ``mim train`` runs) in the work
+    dir of a live run: stopped by WorkDirLockHook before any checkpoint."""
+    import mmseg
+    tool = osp.join(osp.dirname(mmseg.__file__), '.mim', 'tools',
+                    'train.py')
+    assert osp.isfile(tool), tool
+    wd = ctx.fresh('wd_locked_mmseg')
+    holder = subprocess.Popen([sys.executable, '-c', HOLD_LOCK, wd],
+                              stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, OMP_NUM_THREADS='1'))
+    try:
+        assert holder.stdout.readline().strip() == 'locked'
+        case.expect = case.expect.replace('PID', str(holder.pid))
+        proc = subprocess.run(
+            [sys.executable, tool, ctx.cfg, '--work-dir', wd], cwd=ctx.root,
+            capture_output=True, text=True, timeout=300,
+            env=dict(os.environ, PYTHONWARNINGS='ignore',
+                     OMP_NUM_THREADS='1'))
+        case.after = lambda: not [f for f in os.listdir(wd)
+                                  if f.endswith('.pth')]
+    finally:
+        holder.kill()
+        holder.wait()
+    return Outcome(proc.returncode, proc.stdout + proc.stderr)
+
+
+# a run whose forked child (as a dataloader worker) outlives it
+HOLD_LOCK_AND_FORK = """
+import os, sys, time
+from mmseg_sign.utils.work_dir_lock import lock_work_dir
+lock_work_dir(sys.argv[1])
+child = os.fork()
+if child == 0:
+    time.sleep(60)
+    os._exit(0)
+print('locked', child, flush=True)
+time.sleep(120)
+"""
+
+
+def take_over_lock_of_killed_run_with_live_workers(ctx, case):
+    """``kill -9`` of a run whose workers live on for a while: a resume
+    started at once takes the lock (the workers never held it)."""
+    from mmseg_sign.utils.work_dir_lock import lock_work_dir, unlock_work_dir
+    wd = ctx.fresh('wd_orphans')
+    dead = subprocess.Popen([sys.executable, '-c', HOLD_LOCK_AND_FORK, wd],
+                            stdout=subprocess.PIPE, text=True)
+    _, child = dead.stdout.readline().split()
+    dead.kill()
+    dead.wait()
+    try:
+        os.kill(int(child), 0)  # the orphan is alive
+        lock_work_dir(wd)
+        with open(osp.join(wd, '.train.lock')) as f:
+            return Outcome(0, f.read())
+    finally:
+        unlock_work_dir(wd)
+        os.kill(int(child), 9)
 
 
 def take_over_stale_lock(ctx, case):
@@ -516,6 +595,12 @@ CASES = [
          '--no-hash, OUT a hard link of IN',
          publish_through_link('hardlink'),
          r'the output \S+ is the input checkpoint'),
+    Case('export_onto_checkpoint',
+         'tools/deployment/pytorch2onnx.py CFG CKPT --out CKPT',
+         export_onto('checkpoint'), r'the output \S+ is the checkpoint'),
+    Case('export_onto_config',
+         'tools/deployment/pytorch2onnx.py CFG CKPT --out CFG',
+         export_onto('config'), r'the output \S+ is the config'),
     # ---- obscure: damaged checkpoints
     Case('publish_empty_checkpoint', 'tools/publish_model.py on a 0-byte '
          'file', publish_damaged('empty'), DAMAGED.format('empty', 'empty')),
@@ -575,6 +660,14 @@ CASES = [
          'tools/train.py --work-dir WD while another run holds WD',
          train_in_locked_work_dir,
          r'The work dir \S+ is in use by another training run \(pid PID: '),
+    Case('mmseg_train_in_locked_work_dir',
+         "mmseg's own tools/train.py in the work dir of a live run",
+         mmseg_train_in_locked_work_dir,
+         r'is in use by another training run \(pid PID', traceback_ok=True),
+    Case('lock_of_killed_run_with_live_workers',
+         'a resume right after kill -9 while its dataloader workers live',
+         take_over_lock_of_killed_run_with_live_workers,
+         rf'^pid {os.getpid()}: ', ok=True),
     Case('stale_lock_taken_over',
          'a run in a work dir whose previous run was killed with -9',
          take_over_stale_lock, rf'^pid {os.getpid()}: ', ok=True),

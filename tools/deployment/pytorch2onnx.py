@@ -31,6 +31,7 @@ from mmengine.config import Config, DictAction
 from mmseg_sign.deployment.onnx import (EXPORTERS, OUTPUTS, ExportError,
                                         compare, default_shape, export,
                                         load_model, test_images)
+from mmseg_sign.utils.atomic import check_output_file
 
 
 def parse_args(argv=None):
@@ -81,6 +82,8 @@ def parse_args(argv=None):
 # ----------------------------------------------------------------- model
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    check_output_file(args.out, {'checkpoint': args.checkpoint,
+                                 'config': args.config}, 'model.onnx')
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
@@ -111,5 +114,5 @@ def main(argv=None) -> dict:
 if __name__ == '__main__':
     try:
         main()
-    except (ExportError, ImportError) as error:
+    except (ExportError, ImportError, ValueError) as error:
         raise SystemExit(f'pytorch2onnx: error: {error}')

@@ -111,4 +111,6 @@ default_hooks = dict(
     sign_split=dict(type='ClassSplitHook'),
     sign_resume=dict(type='ResumeCheckHook'),
     sign_teacher=dict(type='SelfTrainingTeacherHook'),
-    sign_dry_run=dict(type='DryRunHook'))
+    sign_dry_run=dict(type='DryRunHook'),
+    # one training run per work dir, whatever starts it
+    sign_lock=dict(type='WorkDirLockHook'))

@@ -33,4 +33,6 @@ default_hooks = dict(
     # the split for the head and the metric, and the first-sample dry run
     # (mmseg_sign/engine/hooks)
     sign_split=dict(type='ClassSplitHook'),
-    sign_dry_run=dict(type='DryRunHook'))
+    sign_dry_run=dict(type='DryRunHook'),
+    # one training run per work dir, whatever starts it
+    sign_lock=dict(type='WorkDirLockHook'))

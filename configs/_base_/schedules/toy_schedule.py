@@ -16,4 +16,6 @@ default_hooks = dict(
     param_scheduler=dict(type='ParamSchedulerHook'),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=200),
     sampler_seed=dict(type='DistSamplerSeedHook'),
-    visualization=dict(type='SegVisualizationHook', interval=5))
+    visualization=dict(type='SegVisualizationHook', interval=5),
+    # one training run per work dir (mmseg_sign/engine/hooks)
+    sign_lock=dict(type='WorkDirLockHook'))

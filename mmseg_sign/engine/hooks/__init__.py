@@ -7,9 +7,10 @@ from .strict_checkpoint_hook import (CheckpointMismatchError,
                                      StrictCheckpointHook,
                                      checkpoint_mismatches)
 from .torch_rng_state_hook import TorchRNGStateHook
+from .work_dir_lock_hook import WorkDirLockHook
 
 __all__ = [
     'SIGNStageHook', 'ClassSplitHook', 'ResumeCheckHook',
     'SelfTrainingTeacherHook', 'DryRunHook', 'StrictCheckpointHook',
-    'CheckpointMismatchError', 'checkpoint_mismatches', 'TorchRNGStateHook'
+    'CheckpointMismatchError', 'checkpoint_mismatches', 'TorchRNGStateHook', 'WorkDirLockHook'
 ]
