@@ -94,6 +94,8 @@ def parse_args(argv=None):
         help="self-training iterations after the refit (default: the "
         "config's self-training stage; 0: none, OUT/self_train.py is "
         'still written)')
+    parser.add_argument('--regrow', action='store_true',
+                        help='grow a model that add_classes already grew')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
@@ -115,7 +117,7 @@ def main(argv=None):
             iters=args.iters, real=not args.no_real,
             self_train_iters=args.self_train_iters, work_dir=args.out,
             force=args.force, seed=args.seed, device=args.device,
-            cfg_options=args.cfg_options)
+            cfg_options=args.cfg_options, regrow=args.regrow)
         save_grown(model, cfg, args.out, force=args.force)
     except AddClassesError as err:
         sys.exit(f'error: {err}')

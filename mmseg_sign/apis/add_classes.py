@@ -42,11 +42,13 @@ from ..embeddings.table import save_class_embeddings
 from ..engine.checkpoint_checks import checkpoint_mismatches
 from ..utils.state_dict import strip_module_prefix
 from .class_vectors import new_class_vectors
-from .grown_config import (_dump_config, grown_config, new_palette,
-                           self_train_config, unlisted_classes)
+from .grown_config import (_dump_config, check_not_grown, grown_config,
+                           new_palette, self_train_config,
+                           unlisted_classes)
 from .outputs import (AddClassesError, atomic_write, check_out_dir,
                       clear_owned, input_paths)
-from .refit import plan_stage, real_batches, refit_classifier, refit_plan
+from .refit import (check_refit_split, plan_stage, real_batches,
+                    refit_classifier, refit_plan)
 
 #: What the refit trains (``refit=``): the transfer stage's C with the
 #: shared trunk, ``conv_seg`` (every class's output), or the new classes'
@@ -121,7 +123,8 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
                 force: bool = False,
                 seed: int = 0,
                 device: str = 'cpu',
-                cfg_options: Optional[dict] = None
+                cfg_options: Optional[dict] = None,
+                regrow: bool = False
                 ) -> Tuple[nn.Module, Config]:
     """Add the classes ``names`` to a trained SIGN model.
 
@@ -157,6 +160,8 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
         seed (int): seeds torch and numpy, the loader and self-training.
         device (str): where the refit runs.
         cfg_options (dict, optional): overrides of the config.
+        regrow (bool): grow a model that add_classes already grew (refused
+            by default: see docs/add_classes.md, "Growing twice").
 
     Returns:
         ``(model, config)``: the grown model (``model.cfg`` is ``config``,
@@ -168,7 +173,10 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
     """
     if isinstance(names, str):
         names = [names]
-    names = [str(n) for n in names]
+    bad = [n for n in names if not isinstance(n, str) or not n.strip()]
+    if bad:
+        raise AddClassesError(f'names must be class names (non-empty '
+                              f'strings), got {bad} in {list(names)}.')
     if refit not in REFIT_MODES:
         raise AddClassesError(f'refit must be one of {REFIT_MODES}, got '
                               f'{refit!r}.')
@@ -215,6 +223,7 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
                                               config_name).get('meta', {}))
         meta.setdefault('dataset_meta',
                         copy.deepcopy(getattr(model, 'dataset_meta', None)))
+    check_not_grown(meta, checkpoint, names, regrow)
     head = getattr(model, 'decode_head', None)
     if not hasattr(head, 'add_classes'):
         raise AddClassesError(
@@ -226,6 +235,7 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
     if not bool(head.unseen_mask.any()) and dataset_meta.get(
             'unseen_classes'):
         head.set_class_split(dataset_meta['unseen_classes'])
+    check_refit_split(cfg, head, config_name, checkpoint)
     new = new_class_vectors(names, vectors, source, synonyms, normalize,
                             use_default_synonyms, fasttext_oov)
     try:

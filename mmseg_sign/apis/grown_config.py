@@ -9,7 +9,7 @@ import numpy as np
 from mmengine.config import Config
 
 from mmseg.registry import DATASETS
-from .outputs import atomic_write
+from .outputs import AddClassesError, atomic_write
 
 
 def _dataset_leaves(dataset):
@@ -122,3 +122,34 @@ def new_palette(count: int, seed: int = 0) -> list:
 
 def _dump_config(cfg: Config, path: str) -> None:
     atomic_write(path, cfg.dump)
+
+
+def check_not_grown(meta: dict, checkpoint, names, regrow: bool) -> None:
+    """Refuse to grow a grown model unless ``regrow``: a second growth
+    undoes much of the first (docs/add_classes.md, "Growing twice").
+
+    Args:
+        meta (dict): the checkpoint's ``meta`` (a grown model's has
+            ``sign_added_classes`` and ``sign_added_from``).
+        checkpoint (str): its path, for the message.
+        names (Sequence[str]): the classes to add now.
+        regrow (bool): grow it anyway.
+
+    Raises:
+        AddClassesError: naming the first growth and the one call that
+        adds every class to the original model.
+    """
+    added = meta.get('sign_added_classes') if isinstance(meta, dict) \
+        else None
+    if not added or regrow:
+        return
+    origin = meta.get('sign_added_from', 'the original checkpoint')
+    raise AddClassesError(
+        f'{checkpoint} is a grown model: {list(added)} were added to '
+        f'{origin}. Growing it again loses much of what the first growth '
+        'learnt (docs/add_classes.md, "Growing twice"). Add all the '
+        'classes in one call to the original model instead: '
+        f'add_classes(CONFIG, {origin!r}, {[*added, *names]!r}, ...) '
+        f"(tools/add_classes.py CONFIG {origin} --classes "
+        f"{' '.join([*added, *names])}), or pass regrow=True "
+        '(--regrow) to grow this model anyway.')

@@ -13,6 +13,7 @@ from mmengine.utils import ProgressBar
 from torch import nn
 
 from ..datasets.zero_shot import mask_unseen_labels
+from ..datasets.zero_shot_wrapper import metainfo_from_cfg
 from ..structures.stage_plan import StagePlan, stage_options
 from .outputs import AddClassesError
 
@@ -155,3 +156,39 @@ def refit_classifier(model, iters: int, opts: dict, optimizer_cfg: dict,
     for p in model.parameters():
         p.requires_grad_(True)
     model.eval()
+
+
+def check_refit_split(cfg, head, config_name: str, checkpoint) -> None:
+    """The config's training split is the model's (its checkpoint's): with
+    another, the refit would train C on real pixels of classes the model
+    holds unseen, and score them as unseen.
+
+    Args:
+        cfg (Config): the config the refit reads its training data from.
+        head (nn.Module): the model's head, its checkpoint loaded.
+        config_name (str): the config's name, for the message.
+        checkpoint (str | None): the checkpoint's path, for the message.
+
+    Raises:
+        AddClassesError: naming both splits and the fix.
+    """
+    if head.class_names is None or not bool(head.unseen_mask.any()):
+        return
+    model_unseen = tuple(c for c, u in zip(head.class_names,
+                                           head.unseen_mask.tolist()) if u)
+    loader = cfg.get('train_dataloader') or {}
+    meta = metainfo_from_cfg(loader.get('dataset')) or {}
+    config_unseen = meta.get('unseen_classes')
+    if config_unseen is None or {c.strip() for c in config_unseen} == {
+            c.strip() for c in model_unseen}:
+        return
+    raise AddClassesError(
+        f"the training data of {config_name} hold the unseen classes "
+        f'{tuple(config_unseen)}, but the model'
+        + (f' ({checkpoint})' if checkpoint else '')
+        + f' was trained with {model_unseen} unseen: the refit would '
+        'train the classifier on real pixels of classes the model holds '
+        'unseen. Use the config the checkpoint was trained with, or give '
+        "its datasets the checkpoint's split: metainfo=dict(unseen_classes="
+        f'{model_unseen!r}) in train_dataloader, val_dataloader and '
+        'test_dataloader.')

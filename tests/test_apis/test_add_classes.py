@@ -399,7 +399,7 @@ def test_api_refit_only_and_save(in_ws, tmp_path):
     and the self-training run to start later."""
     from mmseg.apis import init_model
 
-    from mmseg_sign.apis import add_classes, save_grown
+    from mmseg_sign.apis import AddClassesError, add_classes, save_grown
     ws, cfg, ckpt = in_ws
     digest = _digest(ckpt)
     model, grown = add_classes(cfg, ckpt, ['river'], source=SOURCE_DICTS,
@@ -437,6 +437,14 @@ def test_api_refit_only_and_save(in_ws, tmp_path):
     assert again.dataset_meta['classes'] == model.dataset_meta['classes']
     with torch.no_grad():
         torch.testing.assert_close(again.decode_head.forward([feats]), after)
+    # growing the grown model again: refused, naming the one call to make
+    with _within(120, 'a second growth'), pytest.raises(
+            AddClassesError,
+            match=r"is a grown model: \['river'\] were added to \S*"
+            r"iter_600\.pth.*--classes river lamp.*--regrow"):
+        add_classes(str(out / 'config.py'), str(out / 'model.pth'),
+                    ['lamp'], source=SOURCE_DICTS, iters=10 ** 7,
+                    self_train_iters=0)
 
 
 def test_api_takes_a_loaded_model_and_leaves_it_alone(in_ws):
@@ -487,12 +495,41 @@ def test_api_early_errors(in_ws, tmp_path):
     assert 'decode_head.conv_seg.weight' in message
     assert 'The checkpoint has 9 classes, the config 10' in message
     assert 'Give the config the model was trained with' in message
+    with pytest.raises(AddClassesError, match=r'names must be class names '
+                       r'\(non-empty strings\), got \[None\]'):
+        add_classes(cfg, ckpt, [None], vectors=giraffe, iters=big)
     bad = tmp_path / 'synonyms.json'
     bad.write_text('{"river": "water",}')
     with _within(120, 'a bad synonyms file'), pytest.raises(
             AddClassesError, match='not valid JSON'):
         add_classes(cfg, ckpt, ['river'], source=SOURCE_DICTS,
                     synonyms=str(bad), iters=big, self_train_iters=0)
+
+
+def test_api_and_tool_refuse_another_split(in_ws, tmp_path):
+    """A config whose training data hold other unseen classes than the
+    checkpoint: refused before the refit (which would learn real pixels of
+    the model's unseen classes), naming both splits; the tool says the
+    same."""
+    from mmseg_sign.apis import AddClassesError, add_classes
+    ws, cfg, ckpt = in_ws
+    split = "split = dict(unseen_classes=('flag', 'kite'))\n" + ''.join(
+        f'{loader} = dict(dataset=dict(metainfo=split))\n'
+        for loader in ('train_dataloader', 'val_dataloader',
+                       'test_dataloader'))
+    other = write_config(ws / 'other_split.py', cfg, split)
+    width = _river_vector(ws).shape[1]
+    river = np.full((1, width), 1 / np.sqrt(width), np.float32)
+    expect = (r"hold the unseen classes \('kite', 'flag'\), but the model "
+              r".*was trained with \('flag', 'hedge'\) unseen")
+    with _within(120, 'another split'), pytest.raises(
+            AddClassesError, match=expect):
+        add_classes(other, ckpt, ['river'], vectors=river, iters=10 ** 7,
+                    self_train_iters=0)
+    with pytest.raises(AssertionError, match="hold the unseen classes"):
+        run_tool(['add_classes.py', other, ckpt, '--classes', 'river',
+                  *SOURCES, '--out', str(tmp_path / 'grown')], str(ws))
+    assert not osp.exists(tmp_path / 'grown' / 'model.pth')
 
 
 def test_api_unlisted_class_without_self_training(in_ws, tmp_path):
