@@ -28,8 +28,10 @@ with one that names the file and the safe fix.
 import copyreg
 import os.path as osp
 import pickle
+import pickletools
 import re
 import zipfile
+from typing import List, Optional
 
 import numpy as np
 import torch
@@ -130,6 +132,25 @@ def _safe_reason(message: str) -> str:
     return '; '.join(reasons) or 'a global outside the allow-list'
 
 
+def _plain_pickle_globals(filename: str) -> Optional[List[str]]:
+    """The globals (``module.name``) a plain, non-zip pickle file would
+    import, read with ``pickletools`` without running anything; ``None``
+    if the file does not parse to its end (cut short, or not a pickle)."""
+    names, strings = [], []
+    try:
+        with open(filename, 'rb') as f:
+            for op, arg, _ in pickletools.genops(f):
+                if op.name == 'GLOBAL':
+                    names.append(arg.replace(' ', '.'))
+                elif 'UNICODE' in op.name or op.name.endswith('STRING'):
+                    strings.append(str(arg))
+                elif op.name == 'STACK_GLOBAL' and len(strings) >= 2:
+                    names.append('.'.join(strings[-2:]))
+    except ValueError:  # truncated, or an unknown opcode
+        return None
+    return names
+
+
 def _unreadable(filename: str, err: BaseException
                 ) -> UnreadableCheckpointError:
     """The error for a checkpoint file torch cannot parse."""
@@ -176,13 +197,19 @@ def load_checkpoint_file(filename, map_location='cpu'):
         if 'Weights only' not in str(err) and \
                 'weights_only' not in str(err):
             raise _unreadable(filename, err) from None  # not a pickle
+        reason = _safe_reason(str(err))
         if re.search(r'EOFError|Ran out of input|truncated|'
                      r'Unsupported operand', str(err)):
-            # cut short, or a pickle torch never writes (not a checkpoint)
-            raise _unreadable(filename, err) from None
+            # cut short, or a plain pickle (torch writes zip files): one
+            # that imports globals is refused as unsafe, not as damaged
+            imports = _plain_pickle_globals(filename)
+            if not imports:
+                raise _unreadable(filename, err) from None
+            reason = ('a plain pickle (not a torch zip checkpoint) that '
+                      f'imports {", ".join(dict.fromkeys(imports))}')
         raise UnsafeCheckpointError(
             f'Cannot load the checkpoint {filename} safely: '
-            f'{_safe_reason(str(err))}. Checkpoints are loaded with '
+            f'{reason}. Checkpoints are loaded with '
             'torch.load(weights_only=True), which allows tensors, numbers, '
             'strings, containers and what mmengine / mmseg_sign '
             'checkpoints hold (numpy arrays, HistoryBuffer, ConfigDict); '

@@ -291,6 +291,20 @@ def run_test_py_on_damaged(kind):
     return action
 
 
+def run_test_py_on_plain_pickle(ctx, case):
+    """A plain (non-zip) pickle whose payload runs a command: refused as
+    unsafe (not reported as a damaged file), the payload never runs."""
+    import pickle
+    sentinel = ctx.path('PLAIN_PAYLOAD_RAN')
+    evil = ctx.path('evil_plain.pth')
+    with open(evil, 'wb') as f:
+        pickle.dump({'state_dict': {}, 'meta': RunsCommand(
+            f'touch {sentinel}')}, f, protocol=4)
+    case.after = lambda: not osp.exists(sentinel)
+    return ctx.tool('test.py', ctx.cfg, evil, '--work-dir',
+                    ctx.fresh('wd_test'))
+
+
 def evaluate_with_metric_split(ctx, case):
     unseen = ','.join(NEW_UNSEEN)
     return ctx.tool('test.py', ctx.cfg, ctx.ckpt, '--work-dir',
@@ -338,6 +352,15 @@ def train_with_max_iters(ctx, case):
     wd = ctx.fresh('wd_max_iters')
     out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd, '--cfg-options',
                    'train_cfg.max_iters=10')
+    case.after = lambda: os.listdir(wd) == []  # failed before the Runner
+    return out
+
+
+def train_with_partial_scheduler_dict(ctx, case):
+    cfg = ctx.config('partial_scheduler.py',
+                     'param_scheduler = dict(_delete_=True, segmentor=[])')
+    wd = ctx.fresh('wd_partial_scheduler')
+    out = ctx.tool('train.py', cfg, '--work-dir', wd)
     case.after = lambda: os.listdir(wd) == []  # failed before the Runner
     return out
 
@@ -575,6 +598,11 @@ CASES = [
          'os.system payload',
          publish_hostile,
          r'Cannot load the checkpoint \S*evil\.pth safely: .*posix\.system'),
+    Case('test_plain_hostile_pickle',
+         'tools/test.py on a plain pickle whose payload runs os.system',
+         run_test_py_on_plain_pickle,
+         r'Cannot load the checkpoint \S*evil_plain\.pth safely: a plain '
+         r'pickle \(not a torch zip checkpoint\) that imports posix\.system'),
     Case('publish_normal_checkpoint',
          'tools/publish_model.py on a real training checkpoint (control)',
          publish_normal, '', ok=True),
@@ -655,6 +683,11 @@ CASES = [
          r'train_cfg\.max_iters=10: the run\'s length is set by the SIGN '
          r'stage plan custom_hooks\.0\.stages \(train 2 = 2 iterations\).*'
          r'custom_hooks\.0\.stages\.0\.iters=N0'),
+    Case('partial_param_scheduler_dict',
+         'param_scheduler = dict(segmentor=[...]) without the other '
+         "wrappers' lists", train_with_partial_scheduler_dict,
+         r"param_scheduler has lists for \['segmentor'\] but not for the "
+         r"optimizer wrappers \['generator', 'discriminator'"),
     # ---- data loss 2: two runs in one work dir
     Case('second_run_in_locked_work_dir',
          'tools/train.py --work-dir WD while another run holds WD',
