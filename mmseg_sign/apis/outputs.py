@@ -28,6 +28,26 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _check_creatable(out_path: str) -> None:
+    """The directory exists, or its nearest existing ancestor is a
+    directory this process may write in (so that it can be created)."""
+    ancestor = osp.abspath(osp.expanduser(out_path))
+    while not osp.lexists(ancestor):
+        ancestor = osp.dirname(ancestor)
+    if not osp.isdir(ancestor):
+        what = 'a broken link' if osp.islink(ancestor) else 'a file'
+        raise AddClassesError(
+            f'the output directory {out_path} cannot be created: '
+            f'{ancestor} is {what}. Give a directory under an existing '
+            'directory.')
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        target = 'written' if osp.isdir(out_path) else 'created'
+        raise AddClassesError(
+            f'the output directory {out_path} cannot be {target}: '
+            f'{ancestor} is not writable by this user. Give a directory '
+            'you can write to.')
+
+
 def check_out_dir(out, inputs: Iterable = (), force: bool = False) -> str:
     """Check an output directory before any work: not a file, none of the
     files written there (:data:`OWNED`) is an input or holds one (paths
@@ -42,6 +62,7 @@ def check_out_dir(out, inputs: Iterable = (), force: bool = False) -> str:
             f'the output directory {out_path} is {what}: give a new '
             'directory (it is created).')
     real = _real(out_path)
+    _check_creatable(out_path)
     for given in inputs:
         if given is None:
             continue

@@ -602,7 +602,8 @@ def test_tool_refuses_outputs_that_are_inputs(trained):
     """tools/add_classes.py fails before the refit (10^7 iterations: the
     run would time out) and leaves every input as it was: the input is
     refit.pth inside --out (even with --force), --out reaches the input's
-    folder through a symlink, --out is a file or a non-empty directory."""
+    folder through a symlink, --out is a file or a non-empty directory, or
+    cannot be created."""
     ws, cfg, ckpt = trained
     root = ws / 'outs'
     root.mkdir()
@@ -624,7 +625,13 @@ def test_tool_refuses_outputs_that_are_inputs(trained):
          r'would overwrite the input .*link is .*real\)'),
         (ckpt, root / 'afile', [], 'is a file'),
         (ckpt, stale, [], r'is not empty \(self_train\).*--force'),
+        # a directory that cannot be created (under a file, a broken link)
+        (ckpt, root / 'afile' / 'sub', [],
+         r'cannot be created: \S*afile is a file'),
+        (ckpt, root / 'dangling' / 'sub', [],
+         r'cannot be created: \S*dangling is a broken link'),
     ]
+    os.symlink(root / 'nowhere', root / 'dangling')
     for checkpoint, out, extra, message in cases:
         digest = _digest(checkpoint)
         with pytest.raises(AssertionError, match=message):
