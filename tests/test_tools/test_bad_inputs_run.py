@@ -365,6 +365,28 @@ def train_with_partial_scheduler_dict(ctx, case):
     return out
 
 
+def train_with_bad_last_val_label(ctx, case):
+    """An out-of-range value in the last validation label file: found
+    before iteration 1, not at the first validation."""
+    from PIL import Image
+    data = osp.join(ctx.fresh('data_bad_val'), 'toy')
+    shutil.copytree(ctx.path('data', 'toy'), data)
+    with open(osp.join(data, 'ImageSets/Segmentation/val.txt')) as f:
+        last = f.read().split()[-1]
+    path = osp.join(data, 'SegmentationClass', f'{last}.png')
+    label = np.array(Image.open(path))
+    label[0, 0] = 200
+    Image.fromarray(label).save(path)
+    cfg = ctx.config('bad_val.py', ''.join(
+        f'{loader} = dict(dataset=dict(data_root={data!r}))\n'
+        for loader in ('train_dataloader', 'val_dataloader',
+                       'test_dataloader')))
+    wd = ctx.fresh('wd_bad_val')
+    case.expect = case.expect.replace('LAST', last)
+    case.after = lambda: not [f for f in os.listdir(wd) if f.endswith('.pth')]
+    return ctx.tool('train.py', cfg, '--work-dir', wd)
+
+
 HOLD_LOCK = """
 import sys, time
 from mmseg_sign.utils.work_dir_lock import lock_work_dir
@@ -688,6 +710,11 @@ CASES = [
          "wrappers' lists", train_with_partial_scheduler_dict,
          r"param_scheduler has lists for \['segmentor'\] but not for the "
          r"optimizer wrappers \['generator', 'discriminator'"),
+    Case('bad_label_in_last_val_file',
+         'a value 200 in the last validation label file',
+         train_with_bad_last_val_label,
+         r'LAST\.png: label values \[200\] are neither a class index',
+         traceback_ok=True),
     # ---- data loss 2: two runs in one work dir
     Case('second_run_in_locked_work_dir',
          'tools/train.py --work-dir WD while another run holds WD',

@@ -2,8 +2,8 @@
 the data or the model shape fail in seconds, not after a 40k-iteration
 stage (:class:`DryRunHook`, registered by the schedule bases).
 Every other label map is checked where it is read (the zero-shot datasets'
-``CheckedLoadAnnotations``), and each dataset reads its first one when it is
-built, so val / test labels fail before training too.
+``CheckedLoadAnnotations``); the validation set's label files are all read
+before training too (:func:`check_label_files`).
 """
 import random
 
@@ -26,9 +26,43 @@ class DryRunHook(Hook):
     fix. Runs after the class split is set (``ClassSplitHook``)."""
     priority = 'HIGH'
 
+    def __init__(self, check_val_labels: bool = True):
+        self.check_val_labels = check_val_labels
+
     def before_train(self, runner) -> None:
         dry_run_first_sample(unwrap_model(runner),
                              runner.train_dataloader.dataset)
+        if self.check_val_labels and runner._val_loop is not None:
+            check_label_files(runner.val_dataloader.dataset)
+
+
+def check_label_files(dataset) -> None:
+    """Every label file of ``dataset`` (the validation set: read once
+    before training, so a bad value in its last file fails now, not at the
+    end of a stage) holds only class indices and the ignore value after
+    the dataset's ``reduce_zero_label`` / ``label_map``.
+
+    Args:
+        dataset (BaseSegDataset): a built dataset.
+
+    Raises:
+        ValueError: naming the first bad file and its values.
+    """
+    from mmseg_sign.datasets.transforms.zero_shot import (check_label_values,
+                                                          check_raw_label,
+                                                          read_label_map,
+                                                          reduce_label)
+    classes = dataset.metainfo.get('classes') or ()
+    for i in range(len(dataset)):
+        info = dataset.get_data_info(i)
+        path = info.get('seg_map_path')
+        if not path:
+            continue
+        reduce = bool(info.get('reduce_zero_label', False))
+        seg = reduce_label(check_raw_label(read_label_map(path), path),
+                           reduce, info.get('label_map'))
+        check_label_values(seg, info.get('num_classes') or len(classes),
+                           info.get('ignore_index', 255), path, reduce)
 
 
 def _rng_states():
