@@ -387,6 +387,17 @@ def train_with_bad_last_val_label(ctx, case):
     return ctx.tool('train.py', cfg, '--work-dir', wd)
 
 
+def train_without_unseen_classes(ctx, case):
+    body = "split = dict(unseen_classes=())\n" + ''.join(
+        f'{loader} = dict(dataset=dict(metainfo=split))\n'
+        for loader in ('train_dataloader', 'val_dataloader',
+                       'test_dataloader'))
+    cfg = ctx.config('no_unseen.py', body)
+    wd = ctx.fresh('wd_no_unseen')
+    case.after = lambda: not [f for f in os.listdir(wd) if f.endswith('.pth')]
+    return ctx.tool('train.py', cfg, '--work-dir', wd)
+
+
 HOLD_LOCK = """
 import sys, time
 from mmseg_sign.utils.work_dir_lock import lock_work_dir
@@ -715,6 +726,11 @@ CASES = [
          train_with_bad_last_val_label,
          r'LAST\.png: label values \[200\] are neither a class index',
          traceback_ok=True),
+    Case('empty_unseen_set_train_only',
+         'unseen_classes=() in every dataset, a train-only plan, the GZSL '
+         'metric', train_without_unseen_classes,
+         r"split has no unseen classes, but val_evaluator is GZSLIoUMetric"
+         r".*val_evaluator = dict\(type='IoUMetric'\)", traceback_ok=True),
     # ---- data loss 2: two runs in one work dir
     Case('second_run_in_locked_work_dir',
          'tools/train.py --work-dir WD while another run holds WD',

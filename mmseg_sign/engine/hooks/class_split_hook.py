@@ -39,7 +39,24 @@ class ClassSplitHook(Hook):
         meta = dataset.metainfo
         if 'unseen_classes' in meta:
             self._set_split(runner, head, meta)
+            if not meta['unseen_classes']:
+                self._check_metrics_need_no_unseen(runner)
         self._check_unseen_for_plan(runner, head)
+
+    @staticmethod
+    def _check_metrics_need_no_unseen(runner) -> None:
+        """A split without unseen classes and a GZSL metric: its unseen and
+        harmonic mIoU are undefined, so the first validation would fail
+        after a whole stage; fail now."""
+        for key in ('val_evaluator', 'test_evaluator'):
+            if 'GZSLIoUMetric' in str(runner.cfg.get(key)):
+                raise ValueError(
+                    'ClassSplitHook: the training dataset\'s split has no '
+                    f'unseen classes, but {key} is GZSLIoUMetric, whose '
+                    'unseen and harmonic mIoU are then undefined (the run '
+                    'would fail at its first validation). Set unseen_classes '
+                    "in the datasets' metainfo, or use "
+                    f"{key} = dict(type='IoUMetric').")
 
     def _set_split(self, runner, head, meta: dict) -> None:
         """Check every consumer against the training dataset's split and
