@@ -43,6 +43,26 @@ def _has_word2vec_header(path: str) -> bool:
     return len(first) == 2 and all(tok.isdigit() for tok in first)
 
 
+def _looks_like_text_vectors(path: str) -> bool:
+    """Whether the start of ``path`` is word2vec *text*: UTF-8 lines, the
+    first vector line a word and numbers written out (a binary file holds
+    raw float32 bytes there)."""
+    with _open_maybe_compressed(path) as f:
+        head = f.read(1 << 16)
+    try:
+        lines = head.decode('utf-8').splitlines()
+    except UnicodeDecodeError:
+        return False
+    if len(lines) < 2:
+        return False
+    tokens = lines[1].split()
+    try:
+        return len(tokens) > 1 and all(
+            isinstance(float(t), float) for t in tokens[1:])
+    except ValueError:
+        return False
+
+
 def guess_format(path: str) -> str:
     """Guess the word-vector format of ``path``.
 
@@ -128,6 +148,11 @@ def load_word_vectors(path: str,
     def _load() -> KeyedVectors:
         if fmt in ('word2vec', 'word2vec_binary'):
             binary = fmt == 'word2vec_binary'
+            if binary and _looks_like_text_vectors(path):
+                raise ValueError(
+                    f'{path!r} was given as word2vec_binary, but it is a '
+                    'word2vec text file (each line a word and its numbers '
+                    f'written out): name it {path}:word2vec.')
             if not binary and 'no_header' not in kwargs:
                 kwargs['no_header'] = not _has_word2vec_header(path)
             return KeyedVectors.load_word2vec_format(

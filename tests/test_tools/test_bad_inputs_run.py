@@ -783,10 +783,18 @@ CASES = [
          build_from(vector_file('empty.txt', b''), 'word2vec'),
          r"Cannot read '\S*empty\.txt' as word2vec word vectors \(it is "
          r'empty'),
-    Case('vectors_text_as_binary', 'a text file named as word2vec_binary',
-         build_from(vector_file('text.bin', lambda d: d[:200]),
-                    'word2vec_binary'),
-         r"Cannot read '\S*text\.bin' as word2vec_binary word vectors"),
+    Case('vectors_text_as_binary', 'the start of a text file named as '
+         'word2vec_binary', build_from(vector_file('text.bin',
+                                                   lambda d: d[:200]),
+                                       'word2vec_binary'),
+         r"'\S*text\.bin' was given as word2vec_binary, but it is a "
+         r'word2vec text file .*name it \S*text\.bin:word2vec'),
+    Case('vectors_full_text_as_binary', 'a whole word2vec text file given '
+         'as word2vec_binary', build_from(vector_file('full.bin',
+                                                     lambda d: d),
+                                          'word2vec_binary'),
+         r"'\S*full\.bin' was given as word2vec_binary, but it is a "
+         r'word2vec text file'),
     # ---- silently wrong 11 / obscure: calibration_sweep and temperature
     Case('calibration_sweep_string', "GZSLIoUMetric(calibration_sweep='05')",
          build_metric(calibration_sweep='05'),
