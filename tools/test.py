@@ -12,7 +12,7 @@ import os.path as osp
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-import mmseg_sign  # noqa: F401
+from mmseg_sign.apis.grown_config import check_lists_classes
 from mmseg_sign.engine.hooks import (CheckpointMismatchError,
                                      StrictCheckpointHook)
 from mmseg_sign.utils import (UnreadableCheckpointError,
@@ -67,23 +67,17 @@ def parse_args():
 
 
 def trigger_visualization_hook(cfg, args):
-    default_hooks = cfg.default_hooks
-    if 'visualization' in default_hooks:
-        visualization_hook = default_hooks['visualization']
-        # Turn on visualization
-        visualization_hook['draw'] = True
-        if args.show:
-            visualization_hook['show'] = True
-            visualization_hook['wait_time'] = args.wait_time
-        if args.show_dir:
-            visualizer = cfg.visualizer
-            visualizer['save_dir'] = args.show_dir
-    else:
-        raise RuntimeError(
-            'VisualizationHook must be included in default_hooks.'
-            'refer to usage '
-            '"visualization=dict(type=\'VisualizationHook\')"')
-
+    """Turn on mmseg's visualization hook (``--show`` / ``--show-dir``)."""
+    hook = cfg.default_hooks.get('visualization')
+    if hook is None:
+        raise RuntimeError('VisualizationHook must be included in '
+                           "default_hooks: visualization=dict(type="
+                           "'SegVisualizationHook')")
+    hook['draw'] = True
+    if args.show:
+        hook.update(show=True, wait_time=args.wait_time)
+    if args.show_dir:
+        cfg.visualizer['save_dir'] = args.show_dir
     return cfg
 
 
@@ -101,6 +95,10 @@ def main():
     cfg.launcher = args.launcher
     if args.cfg_options is not None:
         cfg.merge_from_dict(args.cfg_options)
+    try:
+        check_lists_classes(cfg)  # a model grown by an unlisted class
+    except ValueError as err:
+        raise SystemExit(f'tools/test.py: error: {err}') from None
 
     # work_dir is determined in this priority: CLI > segment in file > filename
     if args.work_dir is not None:

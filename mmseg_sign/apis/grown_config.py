@@ -153,3 +153,36 @@ def check_not_grown(meta: dict, checkpoint, names, regrow: bool) -> None:
         f"(tools/add_classes.py CONFIG {origin} --classes "
         f"{' '.join([*added, *names])}), or pass regrow=True "
         '(--regrow) to grow this model anyway.')
+
+
+def check_lists_classes(cfg, key: str = 'test_dataloader') -> None:
+    """The dataset of ``cfg[key]`` lists every class its metainfo names: a
+    config that add_classes grew by a class outside the dataset's
+    ``METAINFO`` serves inference only (mmseg refuses to build the dataset,
+    with a traceback that does not say why).
+
+    Args:
+        cfg (Config): e.g. a grown config given to tools/test.py.
+        key (str): the dataloader to check.
+
+    Raises:
+        ValueError: naming the dataset, the classes and what to do.
+    """
+    loader = cfg.get(key)
+    dataset = loader.get('dataset') if isinstance(loader, Mapping) else None
+    names = []
+    for leaf in _dataset_leaves(dataset):
+        for d in (leaf, leaf.get('dataset')):
+            meta = d.get('metainfo') if isinstance(d, Mapping) else None
+            if isinstance(meta, Mapping) and meta.get('classes'):
+                names += [c for c in meta['classes'] if c not in names]
+    missing = unlisted_classes({key: loader}, names) if names else {}
+    if missing:
+        raise ValueError(
+            f'{key}: ' + '; '.join(f'{t} does not list {m}'
+                                   for t, m in missing.items())
+            + ' (mmseg builds a dataset only with classes of its METAINFO). '
+            'This config was grown by add_classes with a class outside the '
+            'dataset: it serves inference (mmseg.apis.init_model, '
+            'MMSegInferencer), not testing. To score the class, grow a model '
+            'whose dataset lists it (docs/add_classes.md).')

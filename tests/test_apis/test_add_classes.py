@@ -544,6 +544,13 @@ def test_api_unlisted_class_without_self_training(in_ws, tmp_path):
     written = save_grown(model, grown, str(tmp_path / 'out'))
     assert sorted(written) == ['class_embeddings', 'config', 'model']
     assert model.dataset_meta['classes'][-1] == 'giraffe'
+    # tools/test.py on it: a clear error at once, not mmseg's traceback
+    with pytest.raises(AssertionError) as err:
+        run_tool(['test.py', written['config'], written['model'],
+                  '--work-dir', str(tmp_path / 'test')], str(ws))
+    message = str(err.value)
+    assert "ZeroShotToyDataset does not list ['giraffe']" in message
+    assert 'serves inference' in message and 'Traceback' not in message
 
 
 def test_force_replaces_only_what_the_tool_writes(in_ws, tmp_path):
