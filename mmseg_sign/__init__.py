@@ -7,9 +7,11 @@ hooks into mmseg's registries; configs use
 from mmengine.config.utils import MODULE2PACKAGE
 
 from .utils import register_checkpoint_safe_globals
+from .utils.atomic import register_atomic_local_backend
 from .version import __version__
 
 register_checkpoint_safe_globals()
+register_atomic_local_backend()  # checkpoints written atomically
 # `_base_ = ['mmseg_sign::sign/sign_voc.py']`: mmengine looks the package up
 # by this name. A module of the package rather than the distribution name:
 # its directory is the package's in a wheel and in an editable install alike

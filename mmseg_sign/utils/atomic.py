@@ -63,3 +63,44 @@ def check_output_file(out: str, inputs: Mapping[str, Optional[str]],
     if osp.isdir(out):
         raise ValueError(f'the output {out} is a directory; give a file '
                          f'name, e.g. {example}.')
+
+
+def register_atomic_local_backend() -> None:
+    """Make mmengine write every local file it ``put``\\ s atomically
+    (:func:`atomic_write`): checkpoints of every stage, as
+    ``CheckpointHook`` saves them through the file backend. A run killed
+    while saving, or a full disk, leaves no partial ``iter_N.pth`` and the
+    earlier checkpoints (and ``last_checkpoint``) as they were; a failed
+    write says so. (Safe against a killed process, not a power cut: the
+    file is not fsync'ed.)"""
+    from mmengine.fileio.backends import LocalBackend, register_backend
+
+    class AtomicLocalBackend(LocalBackend):
+        """mmengine's ``LocalBackend`` with atomic ``put`` / ``put_text``."""
+
+        def put(self, obj: bytes, filepath) -> None:
+            _put_atomic(str(filepath), obj, 'wb', None)
+
+        def put_text(self, obj: str, filepath, encoding: str = 'utf-8'
+                     ) -> None:
+            _put_atomic(str(filepath), obj, 'w', encoding)
+
+    register_backend('local', AtomicLocalBackend, force=True, prefixes='')
+
+
+def _put_atomic(path: str, data, mode: str, encoding: Optional[str]) -> None:
+    """Write ``data`` to ``path`` atomically; an OSError (a full disk, a
+    file-size limit) names the file and says the earlier ones are intact."""
+
+    def write(tmp: str) -> None:
+        with open(tmp, mode, encoding=encoding) as f:
+            f.write(data)
+
+    try:
+        atomic_write(path, write)
+    except OSError as err:
+        raise OSError(
+            err.errno, f'Could not write {path} ({err.strerror or err}); '
+            'nothing was written in its place and the earlier checkpoints '
+            f'in {osp.dirname(path)} are intact: free some space (or raise '
+            'the file-size limit) and continue with --resume.') from err

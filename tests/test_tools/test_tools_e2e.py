@@ -1,15 +1,21 @@
 """tools/train.py and tools/test.py end to end on the toy data: a stock
 mmseg FCN with GZSLIoUMetric, SIGN through both stages, --resume
 (bit-exact against an uninterrupted run) and 2-process training."""
+import os
 import os.path as osp
 import re
+import resource
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
 
-from e2e_utils import (REAL_LOADERS, SIGN_SHORT, last_metrics, load_state,
-                       run_tool, write_config)
+from e2e_utils import (REAL_LOADERS, REPO, SIGN_SHORT, last_metrics,
+                       load_state, run_tool, write_config)
 
 
 
@@ -224,3 +230,114 @@ def test_pseudo_label_quality_tool(workspace, sign_run):
         w['right']['pixels'] / on_unseen)
     for group in w.values():  # AST weights: (0, 1]
         assert 0 < group['q10'] <= group['q90'] <= 1
+
+
+# ---------------------------------------------------------------- faults
+def _start(cfg, wd, workspace, resume=False):
+    cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg,
+           '--work-dir', str(wd)] + (['--resume'] if resume else [])
+    log = open(str(wd) + f'.{time.monotonic_ns()}.log', 'w')
+    return subprocess.Popen(cmd, cwd=workspace, stdout=log,
+                            stderr=subprocess.STDOUT,
+                            env=dict(os.environ, PYTHONWARNINGS='ignore',
+                                     OMP_NUM_THREADS='1'))
+
+
+def _last(wd) -> int:
+    """The iteration of the run's last checkpoint (0: none yet)."""
+    path = osp.join(wd, 'last_checkpoint')
+    if not osp.exists(path):
+        return 0
+    name = open(path).read().strip()
+    return int(re.search(r'iter_(\d+)\.pth$', name).group(1)) if name else 0
+
+
+def _kill_when(proc, ready, timeout=300) -> bool:
+    """SIGKILL ``proc`` (the main process only: its dataloader workers
+    live on for a while) as soon as ``ready()``; False if it ended first."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        if ready():
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return True
+        time.sleep(0.001)
+    proc.kill()
+    proc.wait()
+    return False
+
+
+def test_sign_killed_in_every_stage_resumes_exactly(workspace, sign_run):
+    """Real SIGKILLs: during a checkpoint write, then in the transfer stage,
+    then in self-training; each --resume starts at once (orphaned workers
+    hold no lock) and the run ends with the uninterrupted run's weights.
+    Every checkpoint left behind is complete (atomic writes)."""
+    cfg, wd_ref, _ = sign_run
+    for attempt in range(3):  # a write lasts milliseconds: retry to catch
+        wd = workspace / f'wd_sign_sigkill_{attempt}'
+        wd.mkdir()
+
+        def writing():  # a checkpoint's temporary file exists
+            return any(n.startswith('.iter_') for n in os.listdir(wd))
+
+        caught = _kill_when(_start(cfg, wd, workspace), writing)
+        if caught:
+            break
+    assert caught, 'never caught a checkpoint write in progress'
+    for name in os.listdir(wd):
+        if re.fullmatch(r'iter_\d+\.pth', name):
+            torch.load(str(wd / name), map_location='cpu')  # complete
+    for stage_start in (5, 8):  # transfer, then self-training
+        proc = _start(cfg, wd, workspace, resume=True)
+        if _last(wd) < stage_start:
+            assert _kill_when(proc, lambda: _last(wd) >= stage_start)
+        else:
+            proc.kill()
+            proc.wait()
+    out = run_tool(['train.py', cfg, '--work-dir', str(wd), '--resume'],
+                   workspace)
+    assert 'resumed' in out
+    # the unfinished write's temporary file is gone
+    assert not [n for n in os.listdir(wd) if n.startswith('.iter_')]
+    want = load_state(osp.join(wd_ref, 'iter_10.pth'))
+    got = load_state(str(wd / 'iter_10.pth'))
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
+                                   msg=key)
+
+
+def test_checkpoint_write_failure_keeps_the_previous(workspace, sign_run):
+    """A file-size limit (as a full disk) while saving a checkpoint: the
+    run stops naming the file, the previous checkpoint and last_checkpoint
+    are intact, no partial file is left, and --resume continues."""
+    cfg, wd_ref, _ = sign_run
+    wd = workspace / 'wd_sign_full_disk'
+    wd.mkdir()
+    first = wd / 'iter_2.pth'
+    shutil.copy(osp.join(wd_ref, 'iter_2.pth'), first)
+    (wd / 'last_checkpoint').write_text(str(first))
+    digest = first.read_bytes()
+    limit = first.stat().st_size // 2
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = subprocess.run(
+        [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg,
+         '--work-dir', str(wd), '--resume'], cwd=workspace,
+        capture_output=True, text=True, preexec_fn=small_files,
+        env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert re.search(r'Could not write \S*iter_3\.pth \(File too large\); '
+                     r'nothing was written in its place and the earlier '
+                     r'checkpoints .* are intact', out), out[-3000:]
+    assert first.read_bytes() == digest
+    assert _last(wd) == 2
+    assert sorted(n for n in os.listdir(wd) if n.endswith('.pth')) == [
+        'iter_2.pth']
+    run_tool(['train.py', cfg, '--work-dir', str(wd), '--resume'],
+             workspace)
+    torch.testing.assert_close(load_state(str(wd / 'iter_10.pth')),
+                               load_state(osp.join(wd_ref, 'iter_10.pth')),
+                               rtol=0, atol=0)

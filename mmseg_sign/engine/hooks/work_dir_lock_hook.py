@@ -1,5 +1,10 @@
 """WorkDirLockHook: one training run per work dir, whatever starts it."""
+import os
+import os.path as osp
+import re
+
 from mmengine.hooks import Hook
+from mmengine.logging import print_log
 
 from mmseg.registry import HOOKS
 from ...utils.work_dir_lock import lock_work_dir
@@ -21,4 +26,20 @@ class WorkDirLockHook(Hook):
 
     def before_run(self, runner) -> None:
         if is_training(runner):
-            lock_work_dir(runner.work_dir)
+            if lock_work_dir(runner.work_dir) is not None:
+                remove_partial_writes(runner.work_dir)
+
+
+def remove_partial_writes(work_dir: str) -> None:
+    """Delete the temporary files of writes a killed run left unfinished
+    (``atomic_write``'s ``.NAME.*.tmp*``: a checkpoint cut short by
+    ``kill -9``); the lock holder is the only writer, so none is live.
+
+    Args:
+        work_dir (str): the locked work dir.
+    """
+    for name in sorted(os.listdir(work_dir)):
+        if re.fullmatch(r'\..+\.tmp(\.\w+)?', name):
+            os.remove(osp.join(work_dir, name))
+            print_log(f'{work_dir}: removed {name}, a write that a killed '
+                      'run left unfinished', logger='current')
