@@ -24,8 +24,11 @@ import os
 import os.path as osp
 from pathlib import Path
 
+from mmengine.config import Config
+
 from mmseg_sign.utils.atomic import atomic_write
 from mmseg_sign.utils.toy_table import row_stem, run, stage_ends, table
+from mmseg_sign.visualization.toy_report import draw_comparison
 
 
 def main():
@@ -42,6 +45,9 @@ def main():
                         metavar='KEY=VALUE', help='for every run')
     parser.add_argument('--work-dir', default='work_dirs/toy_table')
     parser.add_argument('--out', default=None, help='also write the table')
+    parser.add_argument('--picture', default=None, metavar='PNG',
+                        help="each config's final predictions on the first "
+                        'test images (first data seed and seed)')
     args = parser.parse_args()
     wd = osp.abspath(args.work_dir)
     os.makedirs(wd, exist_ok=True)
@@ -69,6 +75,19 @@ def main():
         rows = {f'{stem}@{s}': (stem, s) for c, stem in zip(
             args.configs, stems) for s in stage_ends(c)}
     lines = table(results, rows, args.data_seeds, args.seeds)
+    if args.picture:
+        labels = {target: label for label, target in rows.items()}
+        models = []
+        for cfg_path in args.configs:
+            stem = row_stem(cfg_path, args.amp_dtype)
+            last = list(stage_ends(cfg_path))[-1]
+            run_dir = osp.join(wd, f'{stem}_data{args.data_seeds[0]}_seed'
+                               f'{args.seeds[0]}')
+            cfg = Config.fromfile(osp.join(run_dir, osp.basename(cfg_path)))
+            with open(osp.join(run_dir, 'last_checkpoint')) as f:
+                models.append((labels.get((stem, last), stem), cfg,
+                               f.read().strip()))
+        draw_comparison(models, models[0][1], args.picture)
     print('\n'.join(lines))
     if args.out:
         text = '\n'.join(lines) + '\n'

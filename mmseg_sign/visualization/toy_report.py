@@ -12,10 +12,12 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+from mmengine.registry import init_default_scope  # noqa: E402
 from mmengine.structures import PixelData  # noqa: E402
 
 from mmseg.apis import inference_model, init_model  # noqa: E402
 from mmseg.registry import DATASETS, VISUALIZERS  # noqa: E402
+from mmseg.structures import SegDataSample  # noqa: E402
 from ..structures.stage_plan import StagePlan  # noqa: E402
 
 STAGE_COLOURS = dict(train='#dde8f6', transfer='#f8e3cf', self_train='#dff2df')
@@ -42,35 +44,61 @@ def unseen_outline(label, unseen_ids):
 
 def draw_predictions(cfg, checkpoint, out_file, num_images, scale,
                      device):
-    model = init_model(cfg, checkpoint, device=device)
-    dataset = DATASETS.build(cfg.test_dataloader.dataset)
+    """One run's predictions next to the ground truth (see
+    :func:`draw_comparison`)."""
+    draw_comparison([('prediction', cfg, checkpoint)], cfg, out_file,
+                    num_images, scale, device)
+
+
+def draw_comparison(models, data_cfg, out_file, num_images=4, scale=4,
+                    device='cpu'):
+    """The first test images, their ground truth and each model's
+    prediction side by side (the paper's qualitative figure), unseen
+    classes outlined in white and named in red in the legend.
+
+    Args:
+        models (list[tuple[str, Config | str, str]]): ``(label, config,
+            checkpoint)`` per column.
+        data_cfg (Config): the config whose test dataset is drawn.
+        out_file (str): the picture to write.
+        num_images (int): rows.
+        scale (int): pixel upscaling of the small toy images.
+        device (str): where the models run.
+    """
+    init_default_scope(data_cfg.get('default_scope', 'mmseg'))
+    dataset = DATASETS.build(data_cfg.test_dataloader.dataset)
     meta = dataset.metainfo
     classes = list(meta['classes'])
     unseen_ids = [classes.index(c) for c in meta['unseen_classes']]
     visualizer = VISUALIZERS.build(
-        dict(type='SegLocalVisualizer', name='toy_report', alpha=0.6))
+        dict(type='SegLocalVisualizer', name='toy_comparison', alpha=0.6))
     visualizer.dataset_meta = dict(classes=classes, palette=meta['palette'])
+    count = min(num_images, len(dataset))
+    samples = [dataset[i] for i in range(count)]
+    preds = [[] for _ in range(count)]
+    for _, cfg, checkpoint in models:
+        model = init_model(cfg, checkpoint, device=device)
+        for index in range(count):
+            result = inference_model(
+                model, dataset.get_data_info(index)['img_path'])
+            preds[index].append(result.pred_sem_seg.data[0].cpu().numpy())
+        del model
     rows = []
-    for index in range(min(num_images, len(dataset))):
-        info = dataset.get_data_info(index)
-        result = inference_model(model, info['img_path'])
-        sample = dataset[index]
+    for sample, row_preds in zip(samples, preds):
         gt = sample['data_samples'].gt_sem_seg.data[0].numpy()
-        pred = result.pred_sem_seg.data[0].cpu().numpy()
-        image = sample['inputs'].permute(1, 2, 0).numpy()[..., ::-1]
-        big_gt, big_pred = upscale(gt, scale), upscale(pred, scale)
-        result.gt_sem_seg = PixelData(data=big_gt[None].astype(np.int64))
-        result.pred_sem_seg = PixelData(data=big_pred[None].astype(np.int64))
-        gap = np.full((big_gt.shape[0], 4, 3), 255, np.uint8)
-        row = [upscale(image, scale)]
-        for draw_gt, label in ((True, big_gt), (False, big_pred)):
-            visualizer.add_datasample(
-                'sample', np.ascontiguousarray(upscale(image, scale)),
-                result, draw_gt=draw_gt, draw_pred=not draw_gt,
-                with_labels=False)
+        image = upscale(sample['inputs'].permute(1, 2, 0).numpy()[..., ::-1],
+                        scale)
+        row = [image]
+        for label in [gt] + row_preds:
+            big = upscale(label, scale)
+            drawn_sample = SegDataSample(
+                gt_sem_seg=PixelData(data=big[None].astype(np.int64)))
+            visualizer.add_datasample('sample', np.ascontiguousarray(image),
+                                      drawn_sample, draw_gt=True,
+                                      draw_pred=False, with_labels=False)
             drawn = visualizer.get_image().copy()
-            drawn[unseen_outline(label, unseen_ids)] = 255
-            row += [gap, drawn]
+            drawn[unseen_outline(big, unseen_ids)] = 255
+            row += [np.full((big.shape[0], 4, 3), 255, np.uint8), drawn]
         rows.append(np.concatenate(row, axis=1))
     grid = np.concatenate(
         [np.pad(r, ((0, 4), (0, 0), (0, 0)), constant_values=255)
@@ -80,7 +108,8 @@ def draw_predictions(cfg, checkpoint, out_file, num_images, scale,
     ax = fig.add_axes([0, 0, grid.shape[1] / (grid.shape[1] + 176), 1])
     ax.imshow(grid)
     ax.axis('off')
-    ax.set_title('image | ground truth | prediction', fontsize=9)
+    ax.set_title(' | '.join(['image', 'ground truth'] +
+                            [label for label, _, _ in models]), fontsize=9)
     handles = [
         Patch(color=np.array(meta['palette'][i]) / 255,
               label=c + (' (unseen)' if i in unseen_ids else ''))
