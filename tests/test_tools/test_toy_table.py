@@ -1,0 +1,59 @@
+"""tools/toy_table.py: the toy tables' runner (each config's metrics at
+each stage end, mean ± std over seeds) and its comparison picture."""
+import json
+import os
+import os.path as osp
+import subprocess
+import sys
+
+import pytest
+
+from e2e_utils import REPO
+
+SHORT_PLAN = ['custom_hooks.0.stages.0.iters=2',
+              'custom_hooks.0.stages.1.iters=2',
+              'custom_hooks.0.stages.1.block_iters=1',
+              'custom_hooks.0.stages.2.iters=2']
+
+
+def test_table_is_mean_and_std_of_the_chosen_runs():
+    from mmseg_sign.utils.toy_table import table
+    run = lambda h: dict(seconds=10, neck_params=1234, transfer=dict(  # noqa
+        mIoU_seen=80.0, mIoU_unseen=h / 2, hIoU=h))
+    results = {'a/0/0': run(40.0), 'a/0/1': run(60.0), 'a/1/0': run(90.0)}
+    lines = table(results, {'A': ('a', 'transfer')}, data_seeds=[0],
+                  seeds=[0, 1])
+    # the run of data seed 1 is not asked for; std is numpy's (ddof 0)
+    assert lines[2] == ('| A | 2 | 80.00 ± 0.00 | 25.00 ± 5.00 | '
+                        '50.00 ± 10.00 | 1,234 | 10 |')
+    assert table(results, {'B': ('b', 'transfer')}, [0], [0]) == lines[:2]
+
+
+def test_runner_records_every_stage_and_draws(tmp_path):
+    wd = tmp_path / 'table'
+    cmd = [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
+           osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
+           '--data-seeds', '5', '--work-dir', str(wd), '--rows',
+           'SIGN=sign_toy@transfer', 'SIGN + AST=sign_toy@self_train',
+           '--picture', str(tmp_path / 'cmp.png'), '--cfg-options',
+           *SHORT_PLAN]
+    env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((wd / 'results.json').read_text())
+    run = results['sign_toy/5/0']
+    assert set(run) == {'seconds', 'neck_params', 'train', 'transfer',
+                        'self_train'}
+    assert run['neck_params'] > 0
+    assert '| SIGN + AST | 1 |' in out.stdout
+    assert out.stdout.index('| SIGN |') < out.stdout.index('| SIGN + AST |')
+    assert (tmp_path / 'cmp.png').stat().st_size > 0
+    # a second call reuses the run (no training)
+    again = subprocess.run(cmd[:-len(SHORT_PLAN) - 1], capture_output=True,
+                           text=True, env=env, timeout=600)
+    assert again.returncode == 0 and 'sign_toy/5/0 {' not in again.stdout
+    assert json.loads((wd / 'results.json').read_text()) == results
+
+
+pytestmark = pytest.mark.filterwarnings('ignore')
