@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import os.path as osp
+import shutil
 import subprocess
 import sys
 
@@ -17,6 +18,13 @@ def write_config(path, base, body):
     with open(path, 'w') as f:
         f.write(f"_base_ = [{osp.join(REPO, base)!r}]\n{body}\n")
     return str(path)
+
+
+def toy_workspace(tmp_path_factory, toy_root, name='ws'):
+    """A new directory with ``data/toy``, as a user's checkout has it."""
+    ws = tmp_path_factory.mktemp(name)
+    shutil.copytree(toy_root, ws / 'data' / 'toy')
+    return ws
 
 
 def run_tool(args, cwd, launcher=None, nproc=2, timeout=600):
@@ -53,6 +61,15 @@ def load_state(path):
     return torch.load(path, map_location='cpu')['state_dict']
 
 
+def assert_same_weights(got_path, want_path):
+    """The two checkpoints' weights are equal to the bit."""
+    want, got = load_state(str(want_path)), load_state(str(got_path))
+    assert set(got) == set(want)
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
+                                   msg=key)
+
+
 def last_metrics(work_dir):
     """The metrics json that mmengine writes for a test run."""
     files = sorted(glob.glob(osp.join(work_dir, '*', '*.json')))
@@ -61,22 +78,29 @@ def last_metrics(work_dir):
         return json.load(f)
 
 
+def short_plan(train: int, transfer: int, self_train: int,
+               transfer_mode: str = "mode='alternate', block_iters=1",
+               self_train_mode: str = "mode='AST', temperature=2.0") -> str:
+    """Config text: a SIGN plan of ``train + transfer + self_train``
+    iterations (the stage options as text), its run length and the
+    segmentor's PolyLR over the train stage."""
+    return f"""
+stages = [dict(name='train', iters={train}),
+          dict(name='transfer', iters={transfer}, {transfer_mode}),
+          dict(name='self_train', iters={self_train}, {self_train_mode})]
+custom_hooks = [dict(type='SIGNStageHook', stages=stages),
+                dict(type='TorchRNGStateHook')]
+param_scheduler = dict(segmentor=[
+    dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end={train},
+         by_epoch=False)])
+train_cfg = dict(max_iters={train + transfer + self_train}, val_interval=100)
+"""
+
+
 # The shipped toy config shrunk to 4 + 3 + 3 iterations (tools tests).
-SIGN_SHORT = """
 # transfer: blocks of 2, so iterations 5-6 train G, D and C on real and
 # fake seen features and iteration 7 trains C on synthetic features
-stages = [dict(name='train', iters=4),
-          dict(name='transfer', iters=3, mode='alternate', block_iters=2),
-          dict(name='self_train', iters=3, mode='AST', temperature=2.0)]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
-param_scheduler = dict(segmentor=[
-    dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=4,
-         by_epoch=False)
-])
-train_cfg = dict(max_iters=10, val_interval=100)
+SIGN_SHORT = short_plan(4, 3, 3, "mode='alternate', block_iters=2") + """
 default_hooks = dict(
     checkpoint=dict(interval=1, max_keep_ckpts=-1),
     logger=dict(interval=1))

@@ -4,7 +4,6 @@ and tools/test.py refuses a test split other than the checkpoint's unless
 --allow-split-change."""
 import os
 import os.path as osp
-import shutil
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -13,7 +12,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from e2e_utils import REPO, last_metrics
+from e2e_utils import REPO, last_metrics, toy_workspace
 
 from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
 from mmseg_sign.engine.hooks import ClassSplitHook
@@ -56,8 +55,7 @@ def run(ws, tool, *args):
 
 @pytest.fixture(scope='module')
 def ws(tmp_path_factory, toy_root):
-    ws = tmp_path_factory.mktemp('one_split_ws')
-    shutil.copytree(toy_root, ws / 'data' / 'toy')
+    ws = toy_workspace(tmp_path_factory, toy_root, 'one_split_ws')
     return ws
 
 

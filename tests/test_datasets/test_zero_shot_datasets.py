@@ -110,17 +110,22 @@ def test_training_dataset_masks_unseen_labels_itself(voc_root):
                        'LoadAnnotations'):
         ds.mask_unseen_labels(insert=False)
     assert ds.mask_unseen_labels(insert=True)
-    names = [type(t).__name__ for t in ds.pipeline.transforms]
-    assert names == ['LoadImageFromFile', 'CheckedLoadAnnotations',
-                     'MaskUnseenClasses', 'CheckSegLabels']
-    np.testing.assert_array_equal(
-        ds[0]['gt_seg_map'],
-        expected_mask(LABELS['with_unseen'], ds.metainfo['unseen_classes']))
+    assert_masks_unseen(ds, ['LoadImageFromFile', 'CheckedLoadAnnotations',
+                             'MaskUnseenClasses', 'CheckSegLabels'])
     assert not ds.mask_unseen_labels(insert=True)  # already there
     assert not ds.mask_unseen_labels(insert=False)
     assert not build_voc(voc_root).mask_unseen_labels()
     dropped = build_voc(voc_root, drop_unseen_images=True)
     assert not dropped.mask_unseen_labels(insert=False)
+
+
+def assert_masks_unseen(ds, transforms):
+    """The pipeline's transforms are ``transforms`` and the first sample's
+    unseen pixels are ignored."""
+    assert [type(t).__name__ for t in ds.pipeline.transforms] == transforms
+    np.testing.assert_array_equal(
+        ds[0]['gt_seg_map'],
+        expected_mask(LABELS['with_unseen'], ds.metainfo['unseen_classes']))
 
 
 def test_training_pipeline_recognised_at_build(voc_root):
@@ -133,12 +138,8 @@ def test_training_pipeline_recognised_at_build(voc_root):
         data_prefix=dict(img_path='JPEGImages',
                          seg_map_path='SegmentationClass'),
         ann_file='ImageSets/Segmentation/good.txt', pipeline=pipeline))
-    names = [type(t).__name__ for t in ds.pipeline.transforms]
-    assert names == ['LoadImageFromFile', 'CheckedLoadAnnotations',
-                     'MaskUnseenClasses', 'RandomFlip']
-    np.testing.assert_array_equal(
-        ds[0]['gt_seg_map'],
-        expected_mask(LABELS['with_unseen'], ds.metainfo['unseen_classes']))
+    assert_masks_unseen(ds, ['LoadImageFromFile', 'CheckedLoadAnnotations',
+                             'MaskUnseenClasses', 'RandomFlip'])
 
 
 @pytest.mark.parametrize('reduce_zero_label', [False, True])

@@ -17,7 +17,7 @@ from transformers import (CLIPConfig, CLIPModel, CLIPTextConfig,
                           CLIPTextModel, CLIPTextModelWithProjection,
                           CLIPTokenizer)
 
-from e2e_utils import load_tool, run_tool, write_config
+from e2e_utils import load_tool, run_tool, short_plan, write_config
 from mmseg_sign.datasets.toy_data import TOY_CLASSES
 from mmseg_sign.embeddings import (DEFAULT_CLIP_TEMPLATES, CLIPTextEncoder,
                                    build_class_embeddings,
@@ -366,19 +366,8 @@ def test_clear_errors(tiny_clip, tmp_path, monkeypatch):
                    '--out', str(tmp_path / 'x.npz')])
 
 
-SHORT_RUN = """
-stages = [dict(name='train', iters=2),
-          dict(name='transfer', iters=2, mode='alternate', block_iters=1),
-          dict(name='self_train', iters=1, mode='AST', temperature=0.1)]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
-param_scheduler = dict(segmentor=[
-    dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=2,
-         by_epoch=False)
-])
-train_cfg = dict(max_iters=5, val_interval=100)
+SHORT_RUN = short_plan(2, 2, 1, self_train_mode="mode='AST', "
+                       'temperature=0.1') + """
 train_dataloader = dict(batch_size=2)
 default_hooks = dict(checkpoint=dict(interval=5), logger=dict(interval=1),
                      visualization=dict(interval=1000))

@@ -6,7 +6,6 @@ import glob
 import os
 import os.path as osp
 import re
-import shutil
 import subprocess
 import sys
 
@@ -17,7 +16,7 @@ from mmengine.config import Config
 from mmengine.logging import MessageHub
 from mmengine.optim import OptimWrapper
 
-from e2e_utils import REPO, write_config
+from e2e_utils import REPO, toy_workspace, write_config
 from mmseg_sign.engine.optim_wrappers import MixedPrecisionOptimWrapper
 
 # the toy SIGN config, shrunk: 3 train + 1 transfer iterations, a
@@ -39,8 +38,7 @@ default_hooks = dict(checkpoint=dict(interval=1, max_keep_ckpts=-1),
 
 @pytest.fixture(scope='module')
 def workspace(tmp_path_factory, toy_root):
-    ws = tmp_path_factory.mktemp('nan_ws')
-    shutil.copytree(toy_root, ws / 'data' / 'toy')
+    ws = toy_workspace(tmp_path_factory, toy_root, 'nan_ws')
     return ws
 
 

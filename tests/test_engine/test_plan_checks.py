@@ -1,11 +1,10 @@
 """The stage plan is checked before iteration 1, and a plan can grow: a
 run resumed after stages and their optimizers were added to the config
 continues (the new optimizer wrappers start fresh)."""
-import shutil
 
 import pytest
 
-from e2e_utils import run_tool, write_config
+from e2e_utils import run_tool, toy_workspace, write_config
 
 TRAIN_ONLY = """
 stages = [dict(name='train', iters=2)]
@@ -37,9 +36,7 @@ default_hooks = dict(checkpoint=dict(interval=2))
 
 @pytest.fixture(scope='module')
 def workspace(tmp_path_factory, toy_root):
-    ws = tmp_path_factory.mktemp('ws')
-    shutil.copytree(toy_root, ws / 'data' / 'toy')
-    return ws
+    return toy_workspace(tmp_path_factory, toy_root, 'ws')
 
 
 def test_resume_after_adding_a_stage_and_its_optimizers(workspace):

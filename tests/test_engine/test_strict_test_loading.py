@@ -4,7 +4,6 @@ load would evaluate random weights with rc 0); --lenient-load keeps
 mmengine's behaviour."""
 import os
 import os.path as osp
-import shutil
 import subprocess
 import sys
 from collections import OrderedDict
@@ -13,7 +12,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from e2e_utils import REPO, last_metrics, write_config
+from e2e_utils import REPO, last_metrics, toy_workspace, write_config
 
 
 @pytest.fixture(scope='module')
@@ -21,8 +20,7 @@ def setup(tmp_path_factory, toy_root):
     """A workspace with data/toy, the toy SIGN config, and the state dict
     of a model built from that config."""
     from mmseg.registry import MODELS
-    ws = tmp_path_factory.mktemp('strict_ws')
-    shutil.copytree(toy_root, ws / 'data' / 'toy')
+    ws = toy_workspace(tmp_path_factory, toy_root, 'strict_ws')
     cfg_path = write_config(ws / 'sign.py', 'configs/sign/sign_toy.py', '')
     cfg = Config.fromfile(cfg_path)
     cfg.model.decode_head.class_embeddings = str(

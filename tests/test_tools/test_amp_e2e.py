@@ -9,8 +9,8 @@ import shutil
 import pytest
 import torch
 
-from e2e_utils import (REAL_LOADERS, SIGN_SHORT, load_state, run_tool,
-                       write_config)
+from e2e_utils import (REAL_LOADERS, SIGN_SHORT, assert_same_weights,
+                       run_tool, toy_workspace, write_config)
 from mmseg_sign.engine.optim_wrappers.mixed_precision import \
     cpu_supports_bf16
 
@@ -21,8 +21,7 @@ WRAPPERS = {'segmentor', 'generator', 'discriminator', 'transfer',
 
 @pytest.fixture(scope='module')
 def workspace(tmp_path_factory, toy_root):
-    ws = tmp_path_factory.mktemp('ws_amp')
-    shutil.copytree(toy_root, ws / 'data' / 'toy')
+    ws = toy_workspace(tmp_path_factory, toy_root, 'ws_amp')
     write_config(ws / 'sign.py', 'configs/sign/sign_toy.py',
                  SIGN_SHORT + REAL_LOADERS)
     return ws
@@ -93,11 +92,7 @@ def test_amp_float16_resume_restores_every_scaler(workspace, fp16_run):
                     str(wd2), '--resume', '--amp-dtype', 'float16'],
                    workspace)
     assert 'resumed at 6' in out
-    want = load_state(osp.join(wd, 'iter_10.pth'))
-    got = load_state(str(wd2 / 'iter_10.pth'))
-    for key in want:
-        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
-                                   msg=key)
+    assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))
     want, got = (torch.load(p, map_location='cpu')['optimizer'] for p in (
         osp.join(wd, 'iter_10.pth'), str(wd2 / 'iter_10.pth')))
     for name in WRAPPERS:

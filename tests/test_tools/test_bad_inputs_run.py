@@ -9,6 +9,7 @@ through their ``main(argv)``) on the toy data and the shipped toy config
 shrunk by a few overrides; the checkpoints come from one real two-iteration
 SIGN run.
 """
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -407,21 +408,28 @@ time.sleep(120)
 """
 
 
-def train_in_locked_work_dir(ctx, case):
-    """A second run in a work dir while the first (a process holding the
-    lock as tools/train.py does) lives."""
-    wd = ctx.fresh('wd_locked')
+@contextlib.contextmanager
+def locked_by_another_process(wd, case):
+    """``wd`` locked by a live process (as tools/train.py locks it); the
+    case's expected message gets its pid."""
     holder = subprocess.Popen([sys.executable, '-c', HOLD_LOCK, wd],
                               stdout=subprocess.PIPE, text=True,
                               env=dict(os.environ, OMP_NUM_THREADS='1'))
     try:
         assert holder.stdout.readline().strip() == 'locked'
         case.expect = case.expect.replace('PID', str(holder.pid))
-        out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd)
-        case.after = lambda: sorted(os.listdir(wd)) == ['.train.lock']
+        yield
     finally:
         holder.kill()
         holder.wait()
+
+
+def train_in_locked_work_dir(ctx, case):
+    """A second run in a work dir while the first lives."""
+    wd = ctx.fresh('wd_locked')
+    with locked_by_another_process(wd, case):
+        out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd)
+    case.after = lambda: sorted(os.listdir(wd)) == ['.train.lock']
     return out
 
 
@@ -433,22 +441,13 @@ def mmseg_train_in_locked_work_dir(ctx, case):
                     'train.py')
     assert osp.isfile(tool), tool
     wd = ctx.fresh('wd_locked_mmseg')
-    holder = subprocess.Popen([sys.executable, '-c', HOLD_LOCK, wd],
-                              stdout=subprocess.PIPE, text=True,
-                              env=dict(os.environ, OMP_NUM_THREADS='1'))
-    try:
-        assert holder.stdout.readline().strip() == 'locked'
-        case.expect = case.expect.replace('PID', str(holder.pid))
+    with locked_by_another_process(wd, case):
         proc = subprocess.run(
             [sys.executable, tool, ctx.cfg, '--work-dir', wd], cwd=ctx.root,
             capture_output=True, text=True, timeout=300,
             env=dict(os.environ, PYTHONWARNINGS='ignore',
                      OMP_NUM_THREADS='1'))
-        case.after = lambda: not [f for f in os.listdir(wd)
-                                  if f.endswith('.pth')]
-    finally:
-        holder.kill()
-        holder.wait()
+    case.after = lambda: not [f for f in os.listdir(wd) if f.endswith('.pth')]
     return Outcome(proc.returncode, proc.stdout + proc.stderr)
 
 

@@ -2,14 +2,14 @@
 paper-size ones build without data, on SIGN's data and embeddings; the toy
 ones run end to end with tools/train.py and tools/test.py."""
 import os.path as osp
-import shutil
 
 import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
 
-from e2e_utils import REPO, last_metrics, run_tool, write_config
+from e2e_utils import (REPO, last_metrics, run_tool, toy_workspace,
+                       write_config)
 from mmseg.registry import MODELS
 from test_configs import run_every_stage
 
@@ -77,9 +77,7 @@ def test_toy_baselines_step_every_stage(name, toy_root):
 
 @pytest.fixture(scope='module')
 def workspace(tmp_path_factory, toy_root):
-    ws = tmp_path_factory.mktemp('ws_baselines')
-    shutil.copytree(toy_root, ws / 'data' / 'toy')
-    return ws
+    return toy_workspace(tmp_path_factory, toy_root, 'ws_baselines')
 
 
 SHORT_PLAN = """

@@ -3,7 +3,6 @@ inference from any directory, tools/publish_model.py, test-time
 augmentation."""
 import os
 import os.path as osp
-import shutil
 import subprocess
 import sys
 
@@ -12,7 +11,8 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from e2e_utils import REPO, last_metrics, run_tool, write_config
+from e2e_utils import (REPO, last_metrics, run_tool, toy_workspace,
+                       write_config)
 
 TABLE = 'data/toy/class_embeddings.npz'  # the config's relative path
 
@@ -52,8 +52,7 @@ def deploy(tmp_path_factory, toy_root):
     and the predictions of the model built with the table file."""
     from mmseg.apis import inference_model
     from mmseg.registry import MODELS
-    ws = tmp_path_factory.mktemp('deploy_ws')
-    shutil.copytree(toy_root, ws / 'data' / 'toy')
+    ws = toy_workspace(tmp_path_factory, toy_root, 'deploy_ws')
     cfg_path = write_config(ws / 'sign.py', 'configs/sign/sign_toy.py',
                             f'model = dict(decode_head=dict('
                             f'class_embeddings={TABLE!r}))')

@@ -14,17 +14,16 @@ import time
 import pytest
 import torch
 
-from e2e_utils import (REAL_LOADERS, REPO, SIGN_SHORT, last_metrics,
-                       load_state, run_tool, write_config)
+from e2e_utils import (REAL_LOADERS, REPO, SIGN_SHORT, assert_same_weights,
+                       last_metrics, load_state, run_tool, toy_workspace,
+                       write_config)
 
 
 
 @pytest.fixture(scope='module')
 def workspace(tmp_path_factory, toy_root):
     """A directory with data/toy, as a user's checkout would have."""
-    ws = tmp_path_factory.mktemp('ws')
-    shutil.copytree(toy_root, ws / 'data' / 'toy')
-    return ws
+    return toy_workspace(tmp_path_factory, toy_root, 'ws')
 
 
 def test_fcn_train_resume_test(workspace):
@@ -128,11 +127,7 @@ def test_sign_resume_matches_uninterrupted(workspace, sign_run,
     assert f'resumed at {killed_after + 1}' in out
     if killed_after < 7:  # the resumed process starts its val workers
         assert 'Validation at the end of stage' in out
-    want = load_state(osp.join(wd, 'iter_10.pth'))
-    got = load_state(str(wd2 / 'iter_10.pth'))
-    for key in want:
-        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
-                                   msg=key)
+    assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))
     # every optimizer state was restored, not rebuilt
     optim = torch.load(str(wd2 / 'iter_10.pth'), map_location='cpu')[
         'optimizer']
@@ -184,11 +179,7 @@ def test_sign_two_process_training(workspace):
     (wd2 / 'last_checkpoint').write_text(str(wd2 / 'iter_5.pth'))
     run_tool(['train.py', cfg, '--work-dir', str(wd2), '--resume'],
              workspace, launcher='pytorch')
-    want = load_state(osp.join(wd, 'iter_10.pth'))
-    got = load_state(str(wd2 / 'iter_10.pth'))
-    for key in want:
-        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
-                                   msg=key)
+    assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))
 
 
 def test_pseudo_label_quality_tool(workspace, sign_run):
@@ -299,11 +290,7 @@ def test_sign_killed_in_every_stage_resumes_exactly(workspace, sign_run):
     assert 'resumed' in out
     # the unfinished write's temporary file is gone
     assert not [n for n in os.listdir(wd) if n.startswith('.iter_')]
-    want = load_state(osp.join(wd_ref, 'iter_10.pth'))
-    got = load_state(str(wd / 'iter_10.pth'))
-    for key in want:
-        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
-                                   msg=key)
+    assert_same_weights(wd / 'iter_10.pth', osp.join(wd_ref, 'iter_10.pth'))
 
 
 def test_checkpoint_write_failure_keeps_the_previous(workspace, sign_run):
@@ -338,6 +325,4 @@ def test_checkpoint_write_failure_keeps_the_previous(workspace, sign_run):
         'iter_2.pth']
     run_tool(['train.py', cfg, '--work-dir', str(wd), '--resume'],
              workspace)
-    torch.testing.assert_close(load_state(str(wd / 'iter_10.pth')),
-                               load_state(osp.join(wd_ref, 'iter_10.pth')),
-                               rtol=0, atol=0)
+    assert_same_weights(wd / 'iter_10.pth', osp.join(wd_ref, 'iter_10.pth'))
