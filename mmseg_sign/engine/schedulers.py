@@ -9,7 +9,13 @@ def respan(scheduler, begin: int, end: int) -> None:
     count in a stage that starts later (PolyLR would otherwise divide
     by zero at the stage's last iteration and MultiStepLR fire one
     step early). On a fresh run, a value its construction step set
-    (e.g. LinearLR's start factor) is undone."""
+    (e.g. LinearLR's start factor) is undone.
+
+    Args:
+        scheduler (_ParamScheduler): an mmengine parameter scheduler.
+        begin (int): the first iteration of its new span.
+        end (int): the iteration after its last.
+    """
     taken = scheduler._global_step  # index of the last step() call
     was_in_span = scheduler.begin <= taken < scheduler.end
     scheduler.begin, scheduler.end = begin, end

@@ -22,7 +22,15 @@ from ..structures.class_split import resolve_split
 
 
 def harmonic_mean(seen: float, unseen: float) -> float:
-    """``2·s·u / (s + u)``; 0 when both are 0, nan when either is nan."""
+    """``2·s·u / (s + u)``; 0 when both are 0, nan when either is nan.
+
+    Args:
+        seen (float): seen mIoU.
+        unseen (float): unseen mIoU.
+
+    Returns:
+        float: their harmonic mean.
+    """
     if np.isnan(seen) or np.isnan(unseen):
         return float('nan')
     total = seen + unseen
@@ -37,6 +45,13 @@ def ausuc(seen: Sequence[float], unseen: Sequence[float]) -> float:
     trapezoid sum of ``unseen d(seen)`` over that polyline only (no points
     are added at the axes), with both axes in percent, divided by 100, so a
     value lies in ``[0, 100]``. Fewer than two points give 0.
+
+    Args:
+        seen (Sequence[float]): seen mIoU (%) of each calibration value.
+        unseen (Sequence[float]): unseen mIoU (%) of each.
+
+    Returns:
+        float: the area, in ``[0, 100]``.
     """
     pts = sorted((s, u) for s, u in zip(seen, unseen)
                  if not (np.isnan(s) or np.isnan(u)))
@@ -51,7 +66,14 @@ def check_calibration_sweep(sweep) -> Optional[list]:
     problem for anything but a non-empty list (tuple, array) of finite real
     numbers. A string would be iterated per character (``'05'`` as γ = 0,
     5), a lone number would fail as a raw TypeError and a nan γ would
-    enter AUSUC."""
+    enter AUSUC.
+
+    Args:
+        sweep: the metric's ``calibration_sweep``.
+
+    Returns:
+        list[float] | None: the calibration values.
+    """
     if sweep is None:
         return None
     example = 'e.g. calibration_sweep=[0.0, 0.5, 1.0]'

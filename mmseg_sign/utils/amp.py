@@ -26,6 +26,15 @@ def enable_amp(cfg: Config, dtype: Optional[str] = None,
 
     Raises:
         ValueError, RuntimeError: from ``check_amp_dtype``.
+
+    Args:
+        cfg (Config): the training config (changed in place).
+        dtype (str, optional): ``'float16'`` or ``'bfloat16'``.
+        device (str, optional): ``'cuda'`` or ``'cpu'`` (default: the
+            machine's).
+
+    Returns:
+        bool: whether a wrapper changed.
     """
     from mmseg_sign.engine.optim_wrappers import check_amp_dtype
     dtype = check_amp_dtype(device or training_device(), dtype)
@@ -46,6 +55,10 @@ def convert_to_amp(cfg: Config, dtype: Optional[str] = None) -> bool:
 
     Raises:
         ValueError: a wrapper type that AMP cannot replace.
+
+    Args:
+        cfg (Config): the training config (changed in place).
+        dtype (str, optional): the autocast dtype.
     """
     optim_wrapper = cfg.optim_wrapper
     if _is_single_wrapper(optim_wrapper):

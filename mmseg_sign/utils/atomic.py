@@ -12,7 +12,15 @@ def atomic_write(path: str, write: Callable[[str], None]) -> str:
     ``os.replace``: a reader (or a crash) never sees a partial file, and a
     failed write leaves the old file as it was. The temporary name keeps
     the extension (``Config.dump`` picks the format from it). Returns
-    ``path``."""
+    ``path``.
+
+    Args:
+        path (str): the file to write.
+        write (Callable[[str], None]): writes the content to the path given.
+
+    Returns:
+        str: ``path``.
+    """
     folder, name = osp.split(osp.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f'.{name}.',
@@ -31,7 +39,15 @@ def atomic_write(path: str, write: Callable[[str], None]) -> str:
 
 def same_file(a: str, b: str) -> bool:
     """Whether paths ``a`` and ``b`` name one file (real paths, or one
-    inode: symlinks and hard links)."""
+    inode: symlinks and hard links).
+
+    Args:
+        a (str): a path.
+        b (str): another path.
+
+    Returns:
+        bool: whether they name one file.
+    """
     if osp.realpath(a) == osp.realpath(b):
         return True
     try:

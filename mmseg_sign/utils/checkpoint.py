@@ -183,6 +183,13 @@ def load_checkpoint_file(filename, map_location='cpu'):
     advice to pass ``weights_only=False``) or
     :class:`UnreadableCheckpointError` (an empty, truncated or foreign
     file), each naming the file.
+
+    Args:
+        filename (str): the checkpoint file.
+        map_location: as ``torch.load``'s.
+
+    Returns:
+        dict: the checkpoint.
     """
     filename = osp.expanduser(filename)
     if not osp.isfile(filename):
@@ -229,7 +236,15 @@ def load_checkpoint_file(filename, map_location='cpu'):
 
 def load_from_local(filename, map_location):
     """mmengine's local checkpoint loader, always safe: the project's one
-    loader, :func:`load_checkpoint_file`."""
+    loader, :func:`load_checkpoint_file`.
+
+    Args:
+        filename (str): the checkpoint file.
+        map_location: as ``torch.load``'s.
+
+    Returns:
+        dict: the checkpoint.
+    """
     return load_checkpoint_file(filename, map_location)
 
 

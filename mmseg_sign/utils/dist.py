@@ -13,6 +13,9 @@ def use_gloo_without_cuda(cfg: Config) -> None:
     mmseg's runtime asks for NCCL, so ``tools/dist_train.sh CONFIG 2``
     would fail on CPUs. The Runner skips its own initialisation when a
     process group exists. Does nothing with a GPU or without a launcher.
+
+    Args:
+        cfg (Config): the config (its ``launcher`` and ``env_cfg``).
     """
     if cfg.get('launcher', 'none') == 'none' or torch.cuda.is_available():
         return

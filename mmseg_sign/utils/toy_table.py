@@ -24,7 +24,14 @@ KEYS = ('mIoU_seen', 'mIoU_unseen', 'hIoU')
 def stage_ends(cfg_path: str) -> dict:
     """``{stage name: last iteration}`` of the config's plan (the last
     stage of a name wins); ``{'end': None}`` without a plan. ``cfg_path``:
-    a shipped config, or the one a run dumped in its work dir."""
+    a shipped config, or the one a run dumped in its work dir.
+
+    Args:
+        cfg_path (str): the config file.
+
+    Returns:
+        dict[str, int | None]: each stage's last iteration.
+    """
     found = StagePlan.from_config(Config.fromfile(cfg_path))
     if found is None:
         return {'end': None}
@@ -34,7 +41,19 @@ def stage_ends(cfg_path: str) -> dict:
 
 def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
           cfg_options=()) -> float:
-    """tools/train.py on the toy data of ``data_root``; seconds taken."""
+    """tools/train.py on the toy data of ``data_root``; seconds taken.
+
+    Args:
+        cfg_path (str): the config.
+        work_dir (str): the run's work dir.
+        data_root (str): the toy dataset (and its class-embedding table).
+        seed (int): ``randomness.seed``.
+        amp_dtype (str, optional): tools/train.py's ``--amp-dtype``.
+        cfg_options (Sequence[str]): more ``--cfg-options``.
+
+    Returns:
+        float: the run's wall time.
+    """
     extra = ['--amp-dtype', amp_dtype] if amp_dtype else []
     options = [*cfg_options, f'randomness.seed={seed}',
                f'model.decode_head.class_embeddings={data_root}/'
@@ -52,7 +71,14 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
 
 
 def neck_params(work_dir: str) -> int:
-    """Parameters of the neck (the SIM) in the run's last checkpoint."""
+    """Parameters of the neck (the SIM) in the run's last checkpoint.
+
+    Args:
+        work_dir (str): a finished run's work dir.
+
+    Returns:
+        int: the count (0 without a neck).
+    """
     with open(osp.join(work_dir, 'last_checkpoint')) as f:
         state = torch.load(f.read().strip(), map_location='cpu',
                            weights_only=False)['state_dict']
@@ -62,7 +88,21 @@ def neck_params(work_dir: str) -> int:
 
 def run(cfg_path, wd, data_seed, seed, amp_dtype=None,
         cfg_options=()) -> dict:
-    """One run's metrics at each stage end, its time and neck size."""
+    """One run's metrics at each stage end, its time and neck size.
+
+    Args:
+        cfg_path (str): the config.
+        wd (str): the table's work dir (toy data in ``data{DATA_SEED}``,
+            the run in ``{STEM}_data{DATA_SEED}_seed{SEED}``).
+        data_seed (int): the toy data's seed.
+        seed (int): the training seed.
+        amp_dtype (str, optional): tools/train.py's ``--amp-dtype``.
+        cfg_options (Sequence[str]): more ``--cfg-options``.
+
+    Returns:
+        dict: ``seconds``, ``neck_params`` and per stage ``{mIoU_seen,
+        mIoU_unseen, hIoU}``.
+    """
     data_root = osp.join(wd, f'data{data_seed}')
     if not osp.exists(osp.join(data_root, 'class_embeddings.npz')):
         make_toy_dataset(data_root, val_size=(96, 96), seed=data_seed)
@@ -81,17 +121,45 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None,
 
 
 def row_stem(cfg_path: str, amp_dtype=None) -> str:
+    """A config's name in the results: its file stem (``+DTYPE`` with
+    mixed precision).
+
+    Args:
+        cfg_path (str): the config.
+        amp_dtype (str, optional): its run's ``--amp-dtype``.
+
+    Returns:
+        str: the name.
+    """
     stem = osp.splitext(osp.basename(cfg_path))[0]
     return f'{stem}+{amp_dtype}' if amp_dtype else stem
 
 
 def fmt(values) -> str:
+    """``mean ± std`` (numpy's std, ddof 0) with two decimals.
+
+    Args:
+        values (Sequence[float]): the runs' values.
+
+    Returns:
+        str: e.g. ``'50.00 ± 10.00'``.
+    """
     return f'{np.mean(values):.2f} ± {np.std(values):.2f}'
 
 
 def table(results: dict, rows: dict, data_seeds, seeds) -> list:
     """Markdown lines: each row's mean ± std over its runs of the given
-    data seeds and training seeds."""
+    data seeds and training seeds.
+
+    Args:
+        results (dict): ``{STEM/DATA_SEED/SEED: run}`` (:func:`run`'s).
+        rows (dict): ``{label: (stem, stage)}`` in table order.
+        data_seeds (Sequence[int]): the data seeds to average over.
+        seeds (Sequence[int]): the training seeds to average over.
+
+    Returns:
+        list[str]: the header and one line per row that has runs.
+    """
     wanted = {f'{d}/{s}' for d in data_seeds for s in seeds}
     lines = ['| row | runs | seen mIoU | unseen mIoU | harmonic mIoU | '
              'neck params | s per run |', '|---|---|---|---|---|---|---|']

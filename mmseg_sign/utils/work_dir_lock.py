@@ -50,6 +50,12 @@ def lock_work_dir(work_dir: str) -> Optional[str]:
     Raises:
         WorkDirLockedError: another live process holds the lock (the
             message names its pid and command line, and the fix).
+
+    Args:
+        work_dir (str): the run's work dir (created if needed).
+
+    Returns:
+        str | None: the lock file's path.
     """
     if _rank() != 0:
         return None
@@ -82,7 +88,11 @@ def lock_work_dir(work_dir: str) -> Optional[str]:
 
 
 def unlock_work_dir(work_dir: str) -> None:
-    """Release the lock of :func:`lock_work_dir` (also done at exit)."""
+    """Release the lock of :func:`lock_work_dir` (also done at exit).
+
+    Args:
+        work_dir (str): a work dir this process locked.
+    """
     lock_file = _held.pop(osp.realpath(work_dir), None)
     if lock_file is None:
         return

@@ -28,7 +28,16 @@ _FIX_FORMAT = ('label maps hold one class index per pixel: a single-channel '
 def read_label_map(path: str, backend_args: Optional[dict] = None,
                    imdecode_backend: str = 'pillow') -> np.ndarray:
     """Decode a label file unchanged (no cast), naming the file on
-    failure (missing, truncated, not an image)."""
+    failure (missing, truncated, not an image).
+
+    Args:
+        path (str): the label file.
+        backend_args (dict, optional): mmengine's file backend arguments.
+        imdecode_backend (str): mmcv's ``imfrombytes`` backend.
+
+    Returns:
+        np.ndarray: the decoded map, as stored.
+    """
     try:
         data = fileio.get(path, backend_args=backend_args)
     except FileNotFoundError as err:
@@ -61,6 +70,11 @@ def check_raw_label(seg: np.ndarray, path: str,
     (an RGB colour label), a floating-point map, values outside 0..255
     (16-bit maps: the cast would wrap them to other classes), and a size
     other than ``image_shape`` (the ``(h, w)`` of the image as loaded).
+
+    Args:
+        seg (np.ndarray): a decoded label map.
+        path (str): its file, for messages.
+        image_shape (tuple[int, int], optional): its image's ``(h, w)``.
     """
     if seg.ndim == 3 and seg.shape[2] == 1:
         seg = seg[..., 0]
@@ -98,14 +112,31 @@ def check_raw_label(seg: np.ndarray, path: str,
 
 def apply_lut(seg: np.ndarray, lut: np.ndarray) -> np.ndarray:
     """``lut[seg]`` for a uint8 map and a 256-entry uint8 table
-    (``cv2.LUT``: several times faster than numpy's fancy indexing)."""
+    (``cv2.LUT``: several times faster than numpy's fancy indexing).
+
+    Args:
+        seg (np.ndarray): a uint8 map.
+        lut (np.ndarray): a uint8 table ``[256]``.
+
+    Returns:
+        np.ndarray: the mapped uint8 map.
+    """
     return cv2.LUT(np.ascontiguousarray(seg), lut).reshape(seg.shape)
 
 
 def reduce_label(seg: np.ndarray, reduce_zero_label: bool,
                  label_map: Optional[dict]) -> np.ndarray:
     """Apply ``reduce_zero_label``, then ``label_map``, to a uint8 map as
-    mmseg 1.x's ``LoadAnnotations`` does (in one table look-up)."""
+    mmseg 1.x's ``LoadAnnotations`` does (in one table look-up).
+
+    Args:
+        seg (np.ndarray): a uint8 map.
+        reduce_zero_label (bool): 0 → ignore, v → v - 1.
+        label_map (dict, optional): ``{old: new}`` after the reduction.
+
+    Returns:
+        np.ndarray: the uint8 map.
+    """
     if not label_map and not reduce_zero_label:
         return seg.astype(np.uint8, copy=False)
     lut = np.arange(256, dtype=np.uint8)
@@ -123,7 +154,14 @@ def reduce_label(seg: np.ndarray, reduce_zero_label: bool,
 
 def present_values(seg: np.ndarray) -> np.ndarray:
     """The sorted distinct values of a label map (``bincount`` for uint8:
-    linear time, no sort of the pixels)."""
+    linear time, no sort of the pixels).
+
+    Args:
+        seg (np.ndarray): a label map.
+
+    Returns:
+        np.ndarray: its values.
+    """
     if seg.dtype == np.uint8:
         return np.flatnonzero(np.bincount(seg.ravel(), minlength=256))
     return np.unique(seg)
@@ -135,7 +173,18 @@ def check_label_values(seg: np.ndarray, num_classes: int,
     """Raise if ``seg`` holds a value that is neither a class nor ignore.
 
     For uint8 maps (what ``LoadAnnotations`` gives) this is a ``max`` and,
-    when the map holds the ignore value, one masked comparison."""
+    when the map holds the ignore value, one masked comparison.
+
+    Args:
+        seg (np.ndarray): a label map after ``reduce_zero_label``.
+        num_classes (int): the class count.
+        ignore_index (int): the ignore value.
+        source (str): the file, for the message.
+        reduce_zero_label (bool, optional): for the message's hint.
+
+    Raises:
+        ValueError: naming the file and the bad values.
+    """
     if seg.dtype == np.uint8:
         if not seg.size or int(seg.max()) < num_classes:
             return
@@ -197,7 +246,14 @@ class CheckedLoadAnnotations(LoadAnnotations):
 
 def checked_load_annotations(transform):
     """A :class:`CheckedLoadAnnotations` with the state of mmseg's
-    ``LoadAnnotations`` ``transform`` (other transforms: unchanged)."""
+    ``LoadAnnotations`` ``transform`` (other transforms: unchanged).
+
+    Args:
+        transform: a pipeline transform.
+
+    Returns:
+        the checked transform, or ``transform``.
+    """
     if type(transform) is not LoadAnnotations:
         return transform
     checked = CheckedLoadAnnotations.__new__(CheckedLoadAnnotations)

@@ -29,7 +29,14 @@ _WARNED = set()  # ... and warned about
 
 def default_amp_dtype(device_type: str) -> str:
     """float16 on a GPU (tensor cores, the mmseg default), bfloat16 on a CPU
-    (fast with AVX-512 BF16 / AMX; float16 CPU kernels are slow)."""
+    (fast with AVX-512 BF16 / AMX; float16 CPU kernels are slow).
+
+    Args:
+        device_type (str): ``'cuda'`` or ``'cpu'``.
+
+    Returns:
+        str: ``'float16'`` or ``'bfloat16'``.
+    """
     return 'float16' if device_type == 'cuda' else 'bfloat16'
 
 

@@ -49,6 +49,14 @@ def check_finite_update(model: torch.nn.Module, optim_wrapper: OptimWrapper,
     the backward pass) also keeps processes in step: gradients are
     averaged over processes, so every rank sees the non-finite weights of
     a step one rank's loss spoiled, and all of them stop together.
+
+    Args:
+        model (nn.Module): the segmentor.
+        optim_wrapper (OptimWrapper): the wrapper that just stepped.
+        log_vars (dict[str, Tensor]): the update's loss terms.
+
+    Raises:
+        FloatingPointError: naming the non-finite losses or weights.
     """
     names = [k for k in log_vars if 'loss' in k]
     params = [p for group in optim_wrapper.optimizer.param_groups

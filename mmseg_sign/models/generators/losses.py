@@ -19,7 +19,18 @@ def class_mmd_loss(real: Tensor, fake: Tensor, labels: Tensor,
     summed over the *variances* ``v``. ``estimator='squared'``: the biased
     MMD² of each class, summed over classes (eq. 5); ``'released'``: the
     authors' ``sqrt(½·MMD²)`` of each class, averaged over classes
-    (the released code, docs/reproduction.md). 0 (with a graph to ``fake``) without pixels."""
+    (the released code, docs/reproduction.md). 0 (with a graph to ``fake``) without pixels.
+
+    Args:
+        real (Tensor): real features ``[N, C]``.
+        fake (Tensor): generated features ``[N, C]`` at the same pixels.
+        labels (Tensor): the pixels' classes ``[N]``.
+        kernel_variances (Sequence[float]): the kernels' variances ``v``.
+        estimator (str): ``'squared'`` or ``'released'``.
+
+    Returns:
+        Tensor: the scalar loss.
+    """
     if estimator not in MMD_ESTIMATORS:
         raise ValueError(f'mmd_estimator must be one of {MMD_ESTIMATORS}, '
                          f'got {estimator!r}.')
@@ -39,7 +50,16 @@ def class_mmd_loss(real: Tensor, fake: Tensor, labels: Tensor,
 def sample_per_class(labels: Tensor, max_pixels: int,
                      ignore_index: int = 255) -> Tensor:
     """Indices into the flattened ``labels [N]``: for each labelled class,
-    at most ``max_pixels`` random pixels (the pixels G is trained on)."""
+    at most ``max_pixels`` random pixels (the pixels G is trained on).
+
+    Args:
+        labels (Tensor): pixel labels ``[N]``.
+        max_pixels (int): the most pixels kept per class.
+        ignore_index (int): the label of unlabelled pixels (never kept).
+
+    Returns:
+        Tensor: indices ``[M]`` into ``labels``.
+    """
     picked = []
     for c in labels[labels != ignore_index].unique():
         idx = (labels == c).nonzero().flatten()

@@ -13,7 +13,16 @@ def mlp_layers(dims: Sequence[int],
                out_act: Optional[str] = None) -> list:
     """Layers of a per-pixel MLP on ``[N, dims[0]]``: Linear + LeakyReLU(0.2)
     (+ dropout, one rate for all hidden layers or one per hidden layer)
-    between layers, then ``out_act`` (``'sigmoid'`` or None) at the end."""
+    between layers, then ``out_act`` (``'sigmoid'`` or None) at the end.
+
+    Args:
+        dims (Sequence[int]): input, hidden and output widths.
+        dropout (float | Sequence[float]): the hidden layers' dropout.
+        out_act (str, optional): ``'sigmoid'`` or None.
+
+    Returns:
+        list[nn.Module]: the layers, for ``nn.Sequential``.
+    """
     n_hidden = len(dims) - 2
     rates = [dropout] * n_hidden if isinstance(dropout, (int, float)) \
         else list(dropout)

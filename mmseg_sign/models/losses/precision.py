@@ -18,7 +18,14 @@ def float32_op(fn):
     float16 / bfloat16 tensor arguments are cast to float32 and autocast is
     disabled inside (a no-op on float32 / float64 inputs outside autocast,
     so fp32 training is unchanged bit for bit). For the terms that cancel, underflow or
-    overflow in float16 / bfloat16; each use says why."""
+    overflow in float16 / bfloat16; each use says why.
+
+    Args:
+        fn (Callable): a function of tensors.
+
+    Returns:
+        Callable: ``fn`` run in float32.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

@@ -19,6 +19,14 @@ def gaussian_mmd(x: torch.Tensor, y: torch.Tensor,
     ``mean k(x, x') + mean k(y, y') - 2 mean k(x, y)`` with the kernel
     ``k(a, b) = Σ_s exp(-‖a - b‖² / (2 s²))``. Returns a scalar (0 when
     either set is empty).
+
+    Args:
+        x (Tensor): samples ``[N, D]``.
+        y (Tensor): samples ``[M, D]``.
+        sigmas (Sequence[float]): the kernels' standard deviations.
+
+    Returns:
+        Tensor: the scalar MMD².
     """
     if x.numel() == 0 or y.numel() == 0:
         return x.new_zeros(()) + 0 * y.sum()
@@ -49,13 +57,29 @@ def kl_divergence(mu: torch.Tensor, logvar: torch.Tensor,
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``values[mask]``; an exact, differentiable 0 when empty."""
+    """Mean of ``values[mask]``; an exact, differentiable 0 when empty.
+
+    Args:
+        values (Tensor): any shape.
+        mask (Tensor): bool, the shape of ``values``.
+
+    Returns:
+        Tensor: the scalar mean.
+    """
     mask = mask.to(values.dtype)
     return (values * mask).sum() / mask.sum().clamp(min=1)
 
 
 def adversarial_loss(logits: torch.Tensor, real: bool) -> torch.Tensor:
-    """Standard (non-saturating) GAN loss on D's logits (eq. 6)."""
+    """Standard (non-saturating) GAN loss on D's logits (eq. 6).
+
+    Args:
+        logits (Tensor): D's logits ``[N]``.
+        real (bool): the target: real (1) or generated (0).
+
+    Returns:
+        Tensor: the scalar binary cross-entropy.
+    """
     if logits.numel() == 0:
         return logits.sum()
     target = torch.ones_like(logits) if real else torch.zeros_like(logits)
@@ -71,6 +95,13 @@ def annealed_weights(confidence: torch.Tensor,
 
     ``w_i = exp(p_i/T) / Σ_j exp(p_j/T)``, divided by its maximum so the
     largest weight is 1, i.e. ``exp((p_i - p_max) / T)``.
+
+    Args:
+        confidence (Tensor): the teacher's confidence ``p_i`` ``[N]``.
+        temperature (float): ``T`` > 0.
+
+    Returns:
+        Tensor: the weights ``[N]`` in ``(0, 1]``.
     """
     if temperature <= 0:
         raise ValueError(f'temperature must be > 0, got {temperature}.')

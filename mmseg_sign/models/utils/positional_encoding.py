@@ -9,7 +9,15 @@ PE_TYPES = ('relative', 'absolute', 'absolute_interp', 'none')
 
 def sinusoid_1d(positions: torch.Tensor, d_model: int) -> torch.Tensor:
     """``[d_model, L]``: ``PE(p, 2d) = sin(p / 10000^(2d/d_model))`` and
-    ``PE(p, 2d+1) = cos(...)`` (eq. 10-13) for positions ``[L]``."""
+    ``PE(p, 2d+1) = cos(...)`` (eq. 10-13) for positions ``[L]``.
+
+    Args:
+        positions (Tensor): positions ``[L]`` (float).
+        d_model (int): the encoding's width (even).
+
+    Returns:
+        Tensor: ``[d_model, L]``.
+    """
     d = torch.arange(d_model // 2, dtype=torch.float64,
                      device=positions.device)
     freq = 10000.0**(-2 * d / d_model)  # [d_model / 2]

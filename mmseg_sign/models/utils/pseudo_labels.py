@@ -14,6 +14,11 @@ def top_p_mask(confidence: Tensor, labels: Tensor, top_p: float) -> Tensor:
     percent most confident of its pixels (``ceil(n · top_p / 100)`` of n).
 
     Returns a bool mask ``[N]``.
+
+    Args:
+        confidence (Tensor): the pixels' confidence ``[N]``.
+        labels (Tensor): their pseudo labels ``[N]``.
+        top_p (float): the percentage kept per class, in ``(0, 100]``.
     """
     if not 0 < top_p <= 100:
         raise ValueError(f'top_p is a percentage in (0, 100], got {top_p}.')
