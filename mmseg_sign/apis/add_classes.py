@@ -355,6 +355,12 @@ def save_grown(model: nn.Module, config: Config, out: str,
 
     Returns:
         dict: name → path of each file written.
+
+    Args:
+        model (nn.Module): the grown model (:func:`add_classes`).
+        config (Config): its grown config.
+        out (str): the output directory.
+        force (bool): reuse a non-empty ``out``.
     """
     info = getattr(model, 'add_classes_info', None)
     if info is None:

@@ -28,7 +28,21 @@ def new_class_vectors(names, vectors=None, source=None, synonyms=None,
     """``[n, D]`` embeddings of ``names``: ``vectors`` (an array, or a
     class-embedding table ``.npz`` holding the names) or built from
     ``source`` (word-vector sources as for
-    :func:`~mmseg_sign.embeddings.build_class_embeddings`)."""
+    :func:`~mmseg_sign.embeddings.build_class_embeddings`).
+
+    Args:
+        names (Sequence[str]): the new classes.
+        vectors (np.ndarray | str, optional): their vectors or a table.
+        source: word-vector sources instead of ``vectors``.
+        synonyms, normalize, use_default_synonyms, fasttext_oov: as
+            ``build_class_embeddings``'.
+
+    Returns:
+        np.ndarray: ``[n, D]`` float32.
+
+    Raises:
+        AddClassesError: a missing name, word or file, named.
+    """
     if (vectors is None) == (source is None):
         raise AddClassesError('give exactly one of `vectors` (an array or a '
                               'table .npz holding the new names) and '

@@ -28,7 +28,15 @@ def _dataset_leaves(dataset):
 def unlisted_classes(cfg, names: Sequence[str]) -> dict:
     """``{dataset type: [names]}``: the ``names`` that a dataset of the
     config's loaders does not list in its ``METAINFO`` (mmseg refuses such a
-    class list when it builds the dataset)."""
+    class list when it builds the dataset).
+
+    Args:
+        cfg (Config | dict): a config with dataloaders.
+        names (Sequence[str]): class names.
+
+    Returns:
+        dict[str, list[str]]: empty when every dataset lists them.
+    """
     found = {}
     for key in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         loader = cfg.get(key, None)
@@ -78,7 +86,17 @@ def _set_split(dataset, classes, unseen) -> None:
 
 def grown_config(cfg, classes, unseen, table_path) -> Config:
     """The config with the grown class list: ``num_classes``, the table,
-    the split of the head, the datasets and the evaluators."""
+    the split of the head, the datasets and the evaluators.
+
+    Args:
+        cfg (Config): the model's config.
+        classes (Sequence[str]): the grown class list.
+        unseen (Sequence[str]): its unseen classes.
+        table_path (str | None): the grown class-embedding table.
+
+    Returns:
+        Config: a new config.
+    """
     cfg = copy.deepcopy(cfg)
     head = cfg.model.decode_head
     head.num_classes = len(classes)
@@ -102,7 +120,18 @@ def grown_config(cfg, classes, unseen, table_path) -> Config:
 def self_train_config(cfg, stage: dict, load_from: str, work_dir: str,
                       seed: int) -> Config:
     """The grown config with a plan of one self-training ``stage`` that
-    starts from ``load_from`` (the refit model)."""
+    starts from ``load_from`` (the refit model).
+
+    Args:
+        cfg (Config): the grown config.
+        stage (dict): the self-training stage (its ``iters``).
+        load_from (str): the refit checkpoint.
+        work_dir (str): the run's work dir.
+        seed (int): its seed.
+
+    Returns:
+        Config: a new config.
+    """
     cfg = copy.deepcopy(cfg)
     hooks = [h for h in cfg.get('custom_hooks', [])
              if h.get('type') != 'SIGNStageHook']
@@ -115,7 +144,15 @@ def self_train_config(cfg, stage: dict, load_from: str, work_dir: str,
 
 
 def new_palette(count: int, seed: int = 0) -> list:
-    """``count`` random colours for the added classes."""
+    """``count`` random colours for the added classes.
+
+    Args:
+        count (int): how many.
+        seed (int): the colours' seed.
+
+    Returns:
+        list[list[int]]: RGB triples.
+    """
     rng = np.random.default_rng(seed)
     return [list(map(int, rng.integers(0, 256, 3))) for _ in range(count)]
 

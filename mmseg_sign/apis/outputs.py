@@ -52,7 +52,19 @@ def check_out_dir(out, inputs: Iterable = (), force: bool = False) -> str:
     """Check an output directory before any work: not a file, none of the
     files written there (:data:`OWNED`) is an input or holds one (paths
     compared with ``os.path.realpath``, so through symlinks), and empty
-    unless ``force``. Returns its real path."""
+    unless ``force``. Returns its real path.
+
+    Args:
+        out (str): the output directory.
+        inputs (Iterable[str]): the command's input paths.
+        force (bool): allow a non-empty directory.
+
+    Returns:
+        str: its real path.
+
+    Raises:
+        AddClassesError: naming what is wrong and the fix.
+    """
     if out is None or not os.fspath(out):
         raise AddClassesError('the output directory is empty: give one.')
     out_path = os.fspath(out)
@@ -92,7 +104,11 @@ def check_out_dir(out, inputs: Iterable = (), force: bool = False) -> str:
 
 def clear_owned(out: str) -> None:
     """Remove what :data:`OWNED` names in ``out`` (and temporary files
-    left by an interrupted write); keep everything else."""
+    left by an interrupted write); keep everything else.
+
+    Args:
+        out (str): the output directory.
+    """
     if not osp.isdir(out):
         return
     for entry in os.listdir(out):

@@ -40,7 +40,14 @@ def _plain(value):
 
 def strip_checkpoint(checkpoint: Mapping) -> dict:
     """The published form of a SIGN training checkpoint (module
-    docstring)."""
+    docstring).
+
+    Args:
+        checkpoint (Mapping): a loaded training checkpoint.
+
+    Returns:
+        dict: ``state_dict`` (inference weights) and ``meta``.
+    """
     if not isinstance(checkpoint, Mapping):
         raise ValueError(f'the checkpoint is a {type(checkpoint).__name__},'
                          ' not a dict')
@@ -81,6 +88,12 @@ def process_checkpoint(in_file: str, out_file: str,
     ``UnreadableCheckpointError`` (the input) or ``ValueError`` (not a SIGN
     checkpoint, or an output that would replace the input), each naming
     the file, before anything is written.
+
+    Args:
+        in_file (str): the training checkpoint.
+        out_file (str): the published file (``-<sha256[:8]>`` added before
+            the extension when ``add_hash``).
+        add_hash (bool): add the hash to the name.
     """
     _check_output(in_file, out_file)
     checkpoint = load_checkpoint_file(in_file, map_location='cpu')

@@ -20,7 +20,15 @@ from .outputs import AddClassesError
 
 def plan_stage(cfg, name: str) -> Optional[dict]:
     """The first stage ``name`` of the config's plan (options filled in),
-    or ``None``."""
+    or ``None``.
+
+    Args:
+        cfg (Config): a config with a ``SIGNStageHook``.
+        name (str): a stage name.
+
+    Returns:
+        dict | None: the stage.
+    """
     found = StagePlan.from_config(cfg)
     return next((dict(s) for s in found[1] if s['name'] == name),
                 None) if found else None

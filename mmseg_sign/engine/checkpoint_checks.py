@@ -114,7 +114,15 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None,
 def checkpoint_split_mismatch(checkpoint, metainfo) -> str:
     """A line naming both splits when the checkpoint's unseen classes differ
     from the test dataset's (``metainfo['unseen_classes']``); empty when
-    they agree or either side does not say."""
+    they agree or either side does not say.
+
+    Args:
+        checkpoint (dict): a loaded checkpoint.
+        metainfo (dict): the test dataset's metainfo.
+
+    Returns:
+        str: the problem, or ``''``.
+    """
     if not isinstance(metainfo, Mapping) or \
             metainfo.get('unseen_classes') is None:
         return ''
@@ -134,7 +142,17 @@ def evaluator_split_mismatches(checkpoint, metainfo, evaluator,
     test_evaluator.unseen_classes=[...]``) other than the checkpoint's,
     or, when the checkpoint does not say, the dataset's
     (``metainfo['unseen_classes']``). Empty when they agree or nothing
-    says."""
+    says.
+
+    Args:
+        checkpoint (dict): a loaded checkpoint.
+        metainfo (dict): the test dataset's metainfo.
+        evaluator (dict | list): the evaluator config.
+        where (str): its config key, for messages.
+
+    Returns:
+        list[str]: one line per disagreeing metric.
+    """
     metainfo = metainfo if isinstance(metainfo, Mapping) else {}
     classes = metainfo.get('classes')
     metrics = list(getattr(evaluator, 'metrics', None) or [])

@@ -40,7 +40,15 @@ def pseudo_label_groups(target: torch.Tensor, true_label: torch.Tensor,
 def summarise(counts: Dict[str, int], weights: Dict[str, List[torch.Tensor]]
               ) -> dict:
     """The report from the summed ``counts`` (``unseen``, ``right``,
-    ``wrong``, ``void``) and each group's pseudo-label weights."""
+    ``wrong``, ``void``) and each group's pseudo-label weights.
+
+    Args:
+        counts (dict[str, int]): pixel counts per group.
+        weights (dict[str, list[Tensor]]): each group's weights.
+
+    Returns:
+        dict: shares, accuracy and weight statistics.
+    """
     w = {g: torch.cat(weights[g]) if weights[g] else torch.zeros(0)
          for g in GROUPS}
     pseudo = sum(counts[g] for g in GROUPS)

@@ -85,6 +85,15 @@ def check_raw_label_map(info: dict, num_classes: int,
     casts it to uint8 (16-bit values would wrap silently) and reduces it.
 
     ``info``: a data info with ``seg_map_path`` and ``reduce_zero_label``.
+
+    Args:
+        info (dict): a data info (``seg_map_path``, ``reduce_zero_label``,
+            ``label_map``).
+        num_classes (int): the dataset's class count.
+        ignore_index (int): the ignore value.
+
+    Raises:
+        ValueError: naming the file and the fix.
     """
     from mmseg_sign.datasets.transforms.zero_shot import (check_raw_label,
                                                           present_values,
@@ -128,6 +137,10 @@ def dry_run_first_sample(model, dataset) -> None:
     whose size differs from its image's, a backbone level that does not
     exist or whose channels differ from ``neck.in_channels``, and the label
     file checks of :func:`check_raw_label_map`.
+
+    Args:
+        model (nn.Module): the segmentor.
+        dataset (BaseSegDataset): the training dataset.
     """
     if not len(dataset):
         raise ValueError('The training dataset is empty: check data_root, '
