@@ -33,8 +33,7 @@ from mmengine.model import is_model_wrapper
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
 from mmengine.runner.checkpoint import (_load_checkpoint,
-                                        _load_checkpoint_to_model,
-                                        save_checkpoint, weights_to_cpu)
+                                        _load_checkpoint_to_model)
 from torch import nn
 
 from mmseg.registry import MODELS
@@ -45,8 +44,8 @@ from .class_vectors import new_class_vectors
 from .grown_config import (_dump_config, check_not_grown, grown_config,
                            new_palette, self_train_config,
                            unlisted_classes)
-from .outputs import (AddClassesError, atomic_write, check_out_dir,
-                      clear_owned, input_paths)
+from .outputs import (AddClassesError, check_count, check_out_dir,
+                      clear_owned, input_paths, save_model)
 from .refit import (check_refit_split, plan_stage, real_batches,
                     refit_classifier, refit_plan)
 
@@ -88,20 +87,6 @@ def _load_strict(model: nn.Module, checkpoint: str, config_name: str):
             'differs from the file in configs/).')
     _load_checkpoint_to_model(model, ckpt, strict=True)
     return ckpt
-
-
-def _save_model(model, meta, path) -> None:
-    """An inference checkpoint (``meta`` and the weights, on the CPU),
-    written atomically."""
-    ckpt = dict(meta=meta, state_dict=weights_to_cpu(model.state_dict()))
-    atomic_write(path, lambda tmp: save_checkpoint(ckpt, tmp))
-
-
-def _check_count(name, value):
-    if value is not None and (isinstance(value, bool) or
-                              not isinstance(value, int) or value < 0):
-        raise AddClassesError(f'{name} must be an integer >= 0 (or None), '
-                              f'got {value!r}.')
 
 
 # --------------------------------------------------------------------- API
@@ -180,8 +165,8 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
     if refit not in REFIT_MODES:
         raise AddClassesError(f'refit must be one of {REFIT_MODES}, got '
                               f'{refit!r}.')
-    _check_count('iters', iters)
-    _check_count('self_train_iters', self_train_iters)
+    check_count('iters', iters)
+    check_count('self_train_iters', self_train_iters)
     if isinstance(model_or_config, nn.Module):
         model = copy.deepcopy(model_or_config)
         cfg = getattr(model_or_config, 'cfg', None)
@@ -314,7 +299,7 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
                 # write there without force)
                 work_dir=osp.realpath(work_dir) if self_train else None)
     if self_train:
-        _save_model(model, meta, osp.join(out, 'refit.pth'))
+        save_model(model, meta, osp.join(out, 'refit.pth'))
         st_cfg = self_train_config(grown, stage, osp.join(out, 'refit.pth'),
                                    osp.join(out, 'self_train'), seed)
         _dump_config(st_cfg, osp.join(out, 'self_train.py'))
@@ -391,7 +376,7 @@ def save_grown(model: nn.Module, config: Config, out: str,
                       logger='current')
         else:
             written['refit'] = osp.join(out, 'refit.pth')
-            _save_model(model, info['meta'], written['refit'])
+            save_model(model, info['meta'], written['refit'])
             written['self_train'] = osp.join(out, 'self_train.py')
             _dump_config(
                 self_train_config(config, stage, written['refit'],
@@ -400,5 +385,5 @@ def save_grown(model: nn.Module, config: Config, out: str,
             print_log('add_classes: no self-training run; tools/train.py '
                       f'{written["self_train"]} runs it.', logger='current')
     written['model'] = osp.join(out, 'model.pth')
-    _save_model(model, info['meta'], written['model'])
+    save_model(model, info['meta'], written['model'])
     return written

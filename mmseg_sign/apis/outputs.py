@@ -5,7 +5,9 @@ import os.path as osp
 import shutil
 from typing import Iterable, Optional, Sequence
 
-from ..utils.atomic import atomic_write  # noqa: F401 (the apis' writer)
+from mmengine.runner.checkpoint import save_checkpoint, weights_to_cpu
+
+from ..utils.atomic import atomic_write
 
 
 class AddClassesError(ValueError):
@@ -136,3 +138,32 @@ def input_paths(*groups: Optional[Sequence]) -> list:
             if isinstance(item, (str, os.PathLike)) and os.fspath(item):
                 paths.append(os.fspath(item))
     return paths
+
+
+def save_model(model, meta: dict, path: str) -> None:
+    """Write an inference checkpoint (``meta`` and the weights, on the
+    CPU) atomically.
+
+    Args:
+        model (nn.Module): the model.
+        meta (dict): the checkpoint's ``meta``.
+        path (str): the file.
+    """
+    ckpt = dict(meta=meta, state_dict=weights_to_cpu(model.state_dict()))
+    atomic_write(path, lambda tmp: save_checkpoint(ckpt, tmp))
+
+
+def check_count(name: str, value) -> None:
+    """An iteration count argument is ``None`` or an integer >= 0.
+
+    Args:
+        name (str): the argument's name.
+        value: its value.
+
+    Raises:
+        AddClassesError: naming it.
+    """
+    if value is not None and (isinstance(value, bool) or
+                              not isinstance(value, int) or value < 0):
+        raise AddClassesError(f'{name} must be an integer >= 0 (or None), '
+                              f'got {value!r}.')

@@ -72,7 +72,14 @@ EMBEDDING_FILE = 'class_embeddings.npz'
 
 def toy_attribute_matrix(class_names: Sequence[str] = TOY_CLASSES
                          ) -> np.ndarray:
-    """One-hot attributes ``[K, 11]`` (colour 4 ‖ texture 4 ‖ position 3)."""
+    """One-hot attributes ``[K, 11]`` (colour 4 ‖ texture 4 ‖ position 3).
+
+    Args:
+        class_names (Sequence[str]): toy classes.
+
+    Returns:
+        np.ndarray: ``[K, 11]`` float32.
+    """
     blocks = list(TOY_ATTRIBUTE_VALUES.values())
     width = sum(len(values) for values in blocks)
     matrix = np.zeros((len(class_names), width), np.float64)
@@ -108,6 +115,14 @@ def toy_word_vectors(dims: Sequence[int] = (300, 300),
     ``noise`` times the per-dimension scale (``sqrt(3)``). Attribute words
     (``'red'``, ``'stripes'``, ...) get their own row of ``P_s`` plus noise;
     filler words are random.
+
+    Args:
+        dims (Sequence[int]): each source's width.
+        noise (float): the standard deviation of the per-word noise.
+        seed (int): the projections' and noise's seed.
+
+    Returns:
+        list[dict[str, np.ndarray]]: ``{word: vector}`` per source.
     """
     rng = np.random.default_rng(seed)
     attributes = toy_attribute_matrix()
@@ -255,6 +270,15 @@ def build_toy_class_embeddings(out_dir: str,
     Source 0 is a word2vec text file, source 1 a word2vec binary file; the
     table is built from them by :func:`build_class_embeddings` like real
     embeddings (per-source L2 norm, concatenation, whole-row L2 norm).
+
+    Args:
+        out_dir (str): the toy dataset's root.
+        dims (Sequence[int]): each source's width.
+        noise (float): as :func:`toy_word_vectors`.
+        seed (int): as :func:`toy_word_vectors`.
+
+    Returns:
+        tuple[str, list[str]]: the table's path and the source files.
 
     Returns:
         tuple: The table path and the word-vector file paths.

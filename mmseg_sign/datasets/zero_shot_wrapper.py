@@ -42,7 +42,14 @@ _SUBCLASSES = {}
 
 def zero_shot_class(inner: Union[str, type]) -> type:
     """The class ``ZeroShot<Inner>`` = ``(ZeroShotMixin, Inner)``; one per
-    inner class, importable from this module by name (so it pickles)."""
+    inner class, importable from this module by name (so it pickles).
+
+    Args:
+        inner (str | type): an mmseg dataset class or its registry name.
+
+    Returns:
+        type: the zero-shot class.
+    """
     if isinstance(inner, str):
         name = inner
         inner = DATASETS.get(inner)
@@ -105,7 +112,14 @@ def _inner_args(dataset, dataset_type, kwargs):
 
 def zero_shot_metainfo_from_cfg(cfg: dict) -> dict:
     """The metainfo (classes and split) that a ``ZeroShotDataset`` config
-    resolves to, without building the dataset or reading a file."""
+    resolves to, without building the dataset or reading a file.
+
+    Args:
+        cfg (dict): a ``ZeroShotDataset`` config.
+
+    Returns:
+        dict: its metainfo.
+    """
     cfg = dict(cfg)
     cfg.pop('type', None)
     cls, args = _inner_args(cfg.pop('dataset', None),
@@ -116,7 +130,14 @@ def zero_shot_metainfo_from_cfg(cfg: dict) -> dict:
 def dataset_metainfo_from_cfg(cfg) -> Optional[dict]:
     """The metainfo (classes and split) a zero-shot dataset config resolves
     to, without building it or reading a file; ``None`` for a dataset that
-    is not zero-shot (or a type this process cannot resolve)."""
+    is not zero-shot (or a type this process cannot resolve).
+
+    Args:
+        cfg (dict): a dataset config.
+
+    Returns:
+        dict | None: its metainfo.
+    """
     if not isinstance(cfg, Mapping):
         return None
     dataset_type = cfg.get('type')

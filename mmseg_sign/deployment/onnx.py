@@ -268,7 +268,14 @@ def _set_io_shapes(proto, num_classes: int, output: str, size=None):
 
 # ---------------------------------------------------------------- verify
 def run_onnx(path: str):
-    """``img (numpy) -> output (numpy)`` with ONNX Runtime on the CPU."""
+    """``img (numpy) -> output (numpy)`` with ONNX Runtime on the CPU.
+
+    Args:
+        path (str): the ``.onnx`` file.
+
+    Returns:
+        Callable[[np.ndarray], np.ndarray]: the graph as a function.
+    """
     try:
         import onnxruntime as ort
     except ImportError as err:
@@ -292,7 +299,16 @@ def run_onnx(path: str):
 def torch_logits(model, inputs: torch.Tensor, data_sample) -> torch.Tensor:
     """PyTorch's logits ``[K, H, W]`` for one image of the test pipeline
     (``inputs`` ``3 × H × W`` uint8), through mmseg's own data preprocessor
-    and ``EncoderDecoder.inference``."""
+    and ``EncoderDecoder.inference``.
+
+    Args:
+        model (nn.Module): the segmentor.
+        inputs (Tensor): the image ``[3, H, W]`` uint8.
+        data_sample (SegDataSample): its sample (meta information).
+
+    Returns:
+        Tensor: ``[K, H, W]``.
+    """
     with torch.no_grad():
         data = model.data_preprocessor(
             dict(inputs=[inputs], data_samples=[data_sample]), False)
@@ -345,7 +361,15 @@ def compare(model, onnx_path: str, images, output: str = 'logits') -> dict:
 
 def test_images(cfg, limit: int = 0):
     """``(inputs, data_sample)`` of the config's test set (the first
-    ``limit``; 0: all)."""
+    ``limit``; 0: all).
+
+    Args:
+        cfg (Config): the config.
+        limit (int): how many (0: all).
+
+    Returns:
+        Iterator[tuple]: ``(inputs, data_sample)`` per image.
+    """
     from mmseg.registry import DATASETS
     dataset = DATASETS.build(cfg.test_dataloader.dataset)
     count = len(dataset) if limit <= 0 else min(limit, len(dataset))

@@ -85,6 +85,12 @@ def load_numpy_pickle(path: PathLike) -> np.ndarray:
 
     Only numpy's array reconstruction is allowed; any other global (e.g.
     ``os.system``) raises :class:`UnsafePickleError` before it is called.
+
+    Args:
+        path (str): the ``.pkl`` file.
+
+    Returns:
+        np.ndarray: ``[rows, dim]``.
     """
     path = os.fspath(path)
     with open(path, 'rb') as f:
@@ -109,6 +115,9 @@ def load_numpy_pickle(path: PathLike) -> np.ndarray:
 
 def read_cagnet_labels(path: PathLike) -> List[Optional[str]]:
     """Read ``labels_refined.txt`` (``id<TAB>name``; ``id: name`` too).
+
+    Args:
+        path (str): the labels file.
 
     Returns:
         list: ``labels[row] = name``, None for ids the file skips.
@@ -161,7 +170,16 @@ def match_cagnet_rows(class_names: Sequence[str],
                       labels: Sequence[Optional[str]],
                       source: str = 'CaGNet labels') -> List[int]:
     """Row id of every class: its exact name, else its
-    :data:`CAGNET_ALIASES` name, in ``labels`` (``labels[row] = name``)."""
+    :data:`CAGNET_ALIASES` name, in ``labels`` (``labels[row] = name``).
+
+    Args:
+        class_names (Sequence[str]): the project's classes.
+        labels (Sequence[str | None]): :func:`read_cagnet_labels`'s list.
+        source (str): the labels' name, for messages.
+
+    Returns:
+        list[int]: a row per class.
+    """
     index = {name: row for row, name in enumerate(labels) if name is not None}
     rows, missing = [], []
     for name in class_names:
@@ -240,7 +258,18 @@ def cagnet_split_classes(dataset: str,
                          ) -> List[str]:
     """Project class names of CaGNet row ids (e.g. ``novel_cls.npy``), in
     the given order; rows without a class (background, unlabel,
-    unannotated COCO ids) are left out."""
+    unannotated COCO ids) are left out.
+
+    Args:
+        dataset (str): ``'voc'``, ``'context'`` or ``'cocostuff'``.
+        row_ids (Sequence[int]): CaGNet row ids.
+        class_names (Sequence[str], optional): the project's classes
+            (default: the dataset's).
+        labels_path (str, optional): CaGNet's labels file (COCO-Stuff).
+
+    Returns:
+        list[str]: the class names.
+    """
     labels, source = _labels(dataset, labels_path)
     names = list(_project_classes(dataset) if class_names is None
                  else class_names)

@@ -57,7 +57,14 @@ _SPACES = re.compile(r'[\s\-_]+')
 
 def clip_class_text(name: str) -> str:
     """The text put into the templates for a class name: underscores and
-    dashes become spaces (``'dining_table'`` -> ``'dining table'``)."""
+    dashes become spaces (``'dining_table'`` -> ``'dining table'``).
+
+    Args:
+        name (str): a class name.
+
+    Returns:
+        str: its text.
+    """
     text = _SPACES.sub(' ', str(name)).strip()
     if not text:
         raise ValueError(f'Class name {name!r} has no text for CLIP')
@@ -66,7 +73,14 @@ def clip_class_text(name: str) -> str:
 
 def check_templates(templates: Optional[Iterable[str]]) -> List[str]:
     """Return the templates as a list (default
-    :data:`DEFAULT_CLIP_TEMPLATES`); each must hold one ``{}``."""
+    :data:`DEFAULT_CLIP_TEMPLATES`); each must hold one ``{}``.
+
+    Args:
+        templates (Iterable[str], optional): prompt templates.
+
+    Returns:
+        list[str]: the templates.
+    """
     if templates is None:
         return list(DEFAULT_CLIP_TEMPLATES)
     if isinstance(templates, str):
@@ -91,7 +105,14 @@ def check_templates(templates: Optional[Iterable[str]]) -> List[str]:
 
 def read_templates(path: Union[str, os.PathLike]) -> List[str]:
     """Templates from a file: one a line; blank lines and ``#`` comments
-    are skipped."""
+    are skipped.
+
+    Args:
+        path (str): the templates file.
+
+    Returns:
+        list[str]: the templates.
+    """
     with open(path, encoding='utf-8') as f:
         lines = [line.strip() for line in f]
     templates = [t for t in lines if t and not t.startswith('#')]
@@ -288,7 +309,15 @@ class CLIPTextEncoder:
 def load_clip_text_encoder(path: Union[str, os.PathLike],
                            device: str = 'cpu') -> CLIPTextEncoder:
     """Load the text tower of a local CLIP checkpoint (see
-    :class:`CLIPTextEncoder`); never downloads."""
+    :class:`CLIPTextEncoder`); never downloads.
+
+    Args:
+        path (str): a local CLIP checkpoint directory.
+        device (str): where it runs.
+
+    Returns:
+        CLIPTextEncoder: the encoder.
+    """
     return CLIPTextEncoder(path, device)
 
 

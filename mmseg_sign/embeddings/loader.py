@@ -80,6 +80,12 @@ def guess_format(path: str) -> str:
       allow-list by :func:`load_keyedvectors`, never unpickled blindly).
 
     Anything else raises ``ValueError``: pass the format explicitly.
+
+    Args:
+        path (str): a word-vector file.
+
+    Returns:
+        str: one of ``WORD_VECTOR_FORMATS``.
     """
     root, ext = osp.splitext(path)
     ext = ext.lower()
@@ -218,6 +224,14 @@ def _unreadable_vectors(path: str, fmt: str, err: BaseException) -> str:
 
 def describe_source(vectors: KeyedVectors,
                     path: Optional[str] = None) -> str:
-    """A short description of a word-vector source for messages."""
+    """A short description of a word-vector source for messages.
+
+    Args:
+        vectors (KeyedVectors): a loaded source.
+        path (str, optional): its file.
+
+    Returns:
+        str: e.g. ``"'w2v.bin' (KeyedVectors, 300 dims)"``.
+    """
     what = f'{type(vectors).__name__}, {vectors.vector_size} dims'
     return f'{path!r} ({what})' if path else f'in-memory {what}'

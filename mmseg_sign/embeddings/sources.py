@@ -9,7 +9,14 @@ DATASETS = ('voc', 'context', 'context59', 'cocostuff', 'toy')
 
 
 def dataset_classes(name):
-    """Class names of a supported benchmark, in label order."""
+    """Class names of a supported benchmark, in label order.
+
+    Args:
+        name (str): ``'voc'``, ``'context'``, ``'cocostuff'`` or ``'toy'``.
+
+    Returns:
+        list[str]: the classes.
+    """
     from ..datasets import class_names
     if name == 'voc':
         return class_names.VOC20_CLASSES
@@ -27,7 +34,14 @@ def dataset_classes(name):
 
 
 def read_class_file(path):
-    """One class name a line; blank lines and ``#`` comments skipped."""
+    """One class name a line; blank lines and ``#`` comments skipped.
+
+    Args:
+        path (str): the file.
+
+    Returns:
+        list[str]: the class names.
+    """
     with open(path, encoding='utf-8') as f:
         names = [line.strip() for line in f]
     return [n for n in names if n and not n.startswith('#')]
@@ -82,6 +96,12 @@ def read_synonyms(path, where=None):
 
 def parse_source(spec):
     """``PATH[:FORMAT]`` or ``clip:PATH`` -> ``dict(path=..., format=...)``.
+
+    Args:
+        spec (str): e.g. ``'GoogleNews.bin:word2vec_binary'``.
+
+    Returns:
+        dict: ``path`` and ``format``.
     """
     from .loader import WORD_VECTOR_FORMATS  # the formats gensim reads
     prefix, sep, rest = spec.partition(':')

@@ -49,6 +49,13 @@ def merge_synonyms(synonyms: Optional[Mapping[str, SynonymValue]] = None,
 
     Entries of ``synonyms`` override the defaults. With
     ``use_default=False`` only ``synonyms`` is used.
+
+    Args:
+        synonyms (Mapping, optional): ``{class: words}``.
+        use_default (bool): start from the default map.
+
+    Returns:
+        dict: the merged map.
     """
     merged: Dict[str, SynonymValue] = (
         dict(DEFAULT_SYNONYMS) if use_default else {})
@@ -62,7 +69,15 @@ def merge_synonyms(synonyms: Optional[Mapping[str, SynonymValue]] = None,
 
 def strip_suffixes(name: str, suffixes: Sequence[str] = STRIP_SUFFIXES
                    ) -> str:
-    """Strip catch-all suffixes (``'-other'``, ...) from the end of a name."""
+    """Strip catch-all suffixes (``'-other'``, ...) from the end of a name.
+
+    Args:
+        name (str): a class name.
+        suffixes (Sequence[str]): the suffixes.
+
+    Returns:
+        str: the name without them.
+    """
     stripped = True
     while stripped:
         stripped = False

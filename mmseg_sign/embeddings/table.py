@@ -43,7 +43,15 @@ def duplicate_rows(table: np.ndarray, rtol: float = 1e-5) -> list:
     """Pairs ``(i, j)``, ``i < j``, of rows of ``table`` that are the same
     vector (``‖t_i - t_j‖ <= rtol · max(‖t_i‖, ‖t_j‖)``): two classes the
     head could not tell apart (G would generate the same features for
-    both, and C could not learn an unseen one of them)."""
+    both, and C could not learn an unseen one of them).
+
+    Args:
+        table (np.ndarray): ``[K, D]``.
+        rtol (float): the relative tolerance.
+
+    Returns:
+        list[tuple[int, int]]: the pairs.
+    """
     table = np.asarray(table, dtype=np.float64)
     norms = np.linalg.norm(table, axis=1)
     sq = norms**2
@@ -80,6 +88,14 @@ def save_class_embeddings(path: Union[str, os.PathLike],
 
     The archive has fixed timestamps, so equal tables give equal bytes.
     The file is written atomically (temporary file + rename).
+
+    Args:
+        path (str): the ``.npz`` to write.
+        class_names (Sequence[str]): the classes, in label order.
+        vectors (np.ndarray): ``[K, D]``.
+
+    Returns:
+        str: ``path``.
 
     Returns:
         str: The path written.

@@ -58,7 +58,17 @@ class PeakMemory:
 
 
 def timed(fn, device, warmup, repeats):
-    """(median seconds, peak bytes) of ``fn`` after ``warmup`` calls."""
+    """(median seconds, peak bytes) of ``fn`` after ``warmup`` calls.
+
+    Args:
+        fn (Callable[[], None]): the measured call.
+        device (str): ``'cpu'`` or ``'cuda'`` (synchronised).
+        warmup (int): calls before measuring.
+        repeats (int): measured calls.
+
+    Returns:
+        tuple[float, int]: the median seconds and the peak bytes (CUDA).
+    """
     for _ in range(warmup):
         fn()
     times = []
@@ -75,6 +85,18 @@ def timed(fn, device, warmup, repeats):
 
 
 def random_batch(batch_size, size, num_classes, unseen, seed=0):
+    """A random batch (inputs and labels, no unseen label) of a toy size.
+
+    Args:
+        batch_size (int): images.
+        size (int): their side.
+        num_classes (int): classes.
+        unseen (Sequence[int]): classes never labelled.
+        seed (int): the generator's seed.
+
+    Returns:
+        dict: ``inputs`` and ``data_samples``.
+    """
     g = torch.Generator().manual_seed(seed)
     h, w = size
     inputs, samples = [], []
@@ -93,7 +115,14 @@ def random_batch(batch_size, size, num_classes, unseen, seed=0):
 
 
 def baseline_model_cfg(sign_model):
-    """Backbone + the same ASPP projection + C, nothing else."""
+    """Backbone + the same ASPP projection + C, nothing else.
+
+    Args:
+        sign_model (dict): a SIGN model config.
+
+    Returns:
+        dict: the baseline's model config.
+    """
     neck, head = sign_model['neck'], sign_model['decode_head']
     return dict(
         type='EncoderDecoder',
@@ -115,6 +144,16 @@ def baseline_model_cfg(sign_model):
 
 
 def class_table(path, num_classes, dim):
+    """A random class-embedding table of ``num_classes`` × ``dim`` at ``path``.
+
+    Args:
+        path (str): the ``.npz`` to write.
+        num_classes (int): rows.
+        dim (int): width.
+
+    Returns:
+        str: ``path``.
+    """
     from mmseg_sign.embeddings import save_class_embeddings
     names = [f'class{i}' for i in range(num_classes)]
     vectors = np.random.default_rng(0).normal(size=(num_classes, dim))
@@ -123,6 +162,15 @@ def class_table(path, num_classes, dim):
 
 
 def build(cfg, device):
+    """The model of ``cfg`` on ``device``, weights initialised, in training mode.
+
+    Args:
+        cfg (dict): a model config.
+        device (str): where it runs.
+
+    Returns:
+        nn.Module: the model.
+    """
     model = MODELS.build(cfg).to(device)
     logger = MMLogger.get_current_instance()
     level = logger.level
@@ -133,6 +181,16 @@ def build(cfg, device):
 
 
 def optim_wrappers(cfg, model, amp_dtype):
+    """The config's optimizer wrappers for ``model`` (mixed precision with ``amp_dtype``).
+
+    Args:
+        cfg (Config): the config (its ``optim_wrapper``).
+        model (nn.Module): the model.
+        amp_dtype (str, optional): the autocast dtype.
+
+    Returns:
+        OptimWrapperDict: the wrappers.
+    """
     optim_cfg = copy.deepcopy(dict(cfg.optim_wrapper))
     constructor = optim_cfg.pop('constructor')
     for sub in optim_cfg.values():
@@ -195,6 +253,15 @@ def measure_training(cfg, models: dict, batch, batch_size: int, device: str,
     """Seconds per training iteration of the baseline and of every SIGN
     stage (with the config's stage options).
 
+    Args:
+        cfg (Config): the SIGN config (its plan).
+        models (dict): :func:`benchmark_models`'s.
+        batch (dict): a training batch.
+        batch_size (int): its images.
+        device (str): where it runs.
+        warmup (int): iterations before measuring.
+        repeats (int): measured iterations.
+
     Returns:
         tuple: ``rows`` (``(name, s / iter, images / s, peak bytes)``),
         ``times`` (stage -> s / iter) and the baseline's s / iter.
@@ -247,6 +314,14 @@ def measure_inference(models: dict, sizes, device: str, amp_dtype,
                       warmup: int, repeats: int) -> list:
     """Latency and peak memory of one image per size ``'HxW'``.
 
+    Args:
+        models (dict): :func:`benchmark_models`'s.
+        sizes (Sequence[str]): ``'HxW'`` sizes.
+        device (str): where it runs.
+        amp_dtype (str, optional): the autocast dtype.
+        warmup (int): calls before measuring.
+        repeats (int): measured calls.
+
     Returns:
         list: ``(size, {'baseline': (s, bytes), 'SIGN': (s, bytes)})``.
     """
@@ -275,7 +350,14 @@ def measure_inference(models: dict, sizes, device: str, amp_dtype,
 
 
 def print_tables(rows, infer, times, t_base) -> None:
-    """The measurements and the SIGN / baseline ratios as markdown."""
+    """The measurements and the SIGN / baseline ratios as markdown.
+
+    Args:
+        rows (list): :func:`measure_training`'s rows.
+        infer (list): :func:`measure_inference`'s.
+        times (dict): :func:`measure_training`'s times.
+        t_base (float): the baseline's seconds per iteration.
+    """
     print('\n| measurement | s / iter | images / s | peak memory (GiB) |')
     print('|---|---|---|---|')
     for name, sec, ips, mem in rows:

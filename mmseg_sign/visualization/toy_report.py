@@ -24,17 +24,41 @@ STAGE_COLOURS = dict(train='#dde8f6', transfer='#f8e3cf', self_train='#dff2df')
 
 
 def stage_plan(cfg):
-    """The config's stages (options filled in); empty without a plan."""
+    """The config's stages (options filled in); empty without a plan.
+
+    Args:
+        cfg (Config): a config.
+
+    Returns:
+        list[dict]: the stages.
+    """
     found = StagePlan.from_config(cfg)
     return found[1].stages if found else []
 
 
 def upscale(array, factor):
+    """Nearest-neighbour upscaling of an image or label map.
+
+    Args:
+        array (np.ndarray): ``[H, W]`` or ``[H, W, C]``.
+        factor (int): the scale.
+
+    Returns:
+        np.ndarray: ``[H·factor, W·factor, ...]``.
+    """
     return np.repeat(np.repeat(array, factor, axis=0), factor, axis=1)
 
 
 def unseen_outline(label, unseen_ids):
-    """Boundary pixels of unseen-class regions ``[H, W]`` bool."""
+    """Boundary pixels of unseen-class regions ``[H, W]`` bool.
+
+    Args:
+        label (np.ndarray): a label map ``[H, W]``.
+        unseen_ids (Sequence[int]): the unseen classes.
+
+    Returns:
+        np.ndarray: bool ``[H, W]``.
+    """
     mask = np.isin(label, unseen_ids)
     edge = np.zeros_like(mask)
     edge[1:, :] |= mask[1:, :] != mask[:-1, :]
@@ -45,7 +69,16 @@ def unseen_outline(label, unseen_ids):
 def draw_predictions(cfg, checkpoint, out_file, num_images, scale,
                      device):
     """One run's predictions next to the ground truth (see
-    :func:`draw_comparison`)."""
+    :func:`draw_comparison`).
+
+    Args:
+        cfg (Config): the run's config.
+        checkpoint (str): its checkpoint.
+        out_file (str): the picture.
+        num_images (int): rows.
+        scale (int): upscaling.
+        device (str): where the model runs.
+    """
     draw_comparison([('prediction', cfg, checkpoint)], cfg, out_file,
                     num_images, scale, device)
 
@@ -126,6 +159,13 @@ def draw_comparison(models, data_cfg, out_file, num_images=4, scale=4,
 
 
 def plot_losses(cfg, work_dir, out_file):
+    """Every loss term logged by a run, one band per stage.
+
+    Args:
+        cfg (Config): the run's config (its plan).
+        work_dir (str): the run's work dir (its logged scalars).
+        out_file (str): the picture.
+    """
     files = sorted(glob.glob(osp.join(work_dir, '*', 'vis_data',
                                       'scalars.json')))
     if not files:

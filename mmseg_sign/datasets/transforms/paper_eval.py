@@ -15,6 +15,13 @@ def feature_size(size: int, output_stride: int = 8) -> int:
     Every stride-2 stage of a ResNet (3×3 conv or max-pool, padding 1) maps
     ``n`` to ``floor((n - 1) / 2) + 1 = ceil(n / 2)``, so three of them give
     ``ceil(size / 8)``: 513 → 65, 65 → 9, 33 → 5.
+
+    Args:
+        size (int): the input side.
+        output_stride (int): 8 or 16 (DeepLab-v2: 8).
+
+    Returns:
+        int: the logit map's side.
     """
     return math.ceil(size / output_stride)
 

@@ -59,6 +59,10 @@ def check_amp_dtype(device_type: str, dtype: Union[str, torch.dtype, None]
     """The autocast dtype for ``device_type`` (``dtype``, or the device's
     default when None), checked before training starts.
 
+    Args:
+        device_type (str): ``'cuda'`` or ``'cpu'``.
+        dtype (str | torch.dtype, optional): the wanted dtype.
+
     Raises:
         ValueError: ``dtype`` is not one of :data:`AMP_DTYPES`, or the
             device is neither ``cpu`` nor ``cuda``.
