@@ -32,8 +32,8 @@ class DryRunHook(Hook):
     def before_train(self, runner) -> None:
         dry_run_first_sample(unwrap_model(runner),
                              runner.train_dataloader.dataset)
-        if self.check_val_labels and runner._val_loop is not None:
-            check_label_files(runner.val_dataloader.dataset)
+        if self.check_val_labels and runner.val_loop is not None:
+            check_label_files(runner.val_loop.dataloader.dataset)
 
 
 def check_label_files(dataset) -> None:

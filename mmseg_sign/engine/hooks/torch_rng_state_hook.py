@@ -7,7 +7,9 @@ from torch.utils.data import DataLoader
 
 from mmseg.registry import HOOKS
 
-# a private generator per loop's dataloader, seeded from the run seed
+# a private generator per loop's dataloader, seeded from the run seed; read
+# through the Runner's private attributes on purpose: its public properties
+# would build a loop that is still a config (a test loop during training)
 _LOOPS = ('_train_loop', '_val_loop', '_test_loop')
 
 
@@ -96,6 +98,8 @@ class TorchRNGStateHook(Hook):
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         state = checkpoint.get('torch_rng_state')
+        # runner._resume: also set for a Runner built in Python without a
+        # config (whose cfg has no `resume`)
         if not state or not getattr(runner, '_resume', False):
             return
         rank, world_size = get_rank(), get_world_size()
