@@ -210,6 +210,10 @@ def corrupt(index, how, split='train', read=True):
             open(path, 'w').write('not an image\n')
         elif how == 'small':
             Image.fromarray(label[:32, :32]).save(path)
+        elif how == '1x1':  # a 1×1 image and label
+            Image.fromarray(label[:1, :1]).save(path)
+            Image.fromarray(np.zeros((1, 1, 3), np.uint8)).save(
+                path.replace('SegmentationClass', 'JPEGImages'))
         elif how == 'rgb':
             Image.fromarray(np.stack([label] * 3, -1)).save(path)
         elif how == 'value':
@@ -354,6 +358,9 @@ CASES = [
          'training label 5 is 32x32, its image 64x64',
          corrupt(5, 'small'), label=(5, 'train'),
          error=r'the label map is 32×32 but its image is 64×64'),
+    Case('one_pixel_image_in_training', 'training image 5 (and its label) '
+         'is 1×1', corrupt(5, '1x1'), label=(5, 'train'),
+         error=r'the image is 1×1, too small to segment .*Remove it'),
     Case('label_of_another_size_in_validation',
          'validation label 2 is 32x32, its image 64x64',
          corrupt(2, 'small', 'val'), label=(2, 'val'),

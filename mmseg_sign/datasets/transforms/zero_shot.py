@@ -223,6 +223,13 @@ class CheckedLoadAnnotations(LoadAnnotations):
 
     def _load_seg_map(self, results: dict) -> None:
         path = results['seg_map_path']
+        shape = results.get('ori_shape')
+        if shape is not None and min(shape[:2]) < 2:
+            raise ValueError(
+                f"{results.get('img_path', '?')} (labels {path}): the image "
+                f'is {shape[0]}×{shape[1]}, too small to segment (flips and '
+                "mmseg's PackSegInputs fail on a 1-pixel side). Remove it "
+                "from the dataset's list (ann_file).")
         seg = read_label_map(path, getattr(self, 'backend_args', None),
                              self.imdecode_backend)
         seg = check_raw_label(seg, path, results.get('ori_shape'))
