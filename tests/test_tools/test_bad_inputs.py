@@ -150,13 +150,16 @@ def inserted_before_workers_and_trained(ws, out):
     assert osp.exists(ws.path / 'wd' / 'iter_2.pth')
 
 
-def sign_deterministic_train_pipeline(ws):
-    cfg = write_config(
-        ws.path / 'det.py', SIGN,
-        f'train_dataloader = dict(dataset=dict('
-        f'pipeline={deterministic_pipeline()!r}))\n')
-    return run_tool(['train.py', cfg, '--work-dir', str(ws.path / 'wd')],
-                    ws.path)
+def deterministic_train_pipeline(config):
+    """tools/train.py with a train pipeline of no random transform."""
+    def act(ws):
+        cfg = write_config(
+            ws.path / 'det.py', config,
+            f'train_dataloader = dict(dataset=dict('
+            f'pipeline={deterministic_pipeline()!r}))\n')
+        return run_tool(['train.py', cfg, '--work-dir',
+                         str(ws.path / 'wd')], ws.path)
+    return act
 
 
 def val_option(**dataset_options):
@@ -284,7 +287,12 @@ CASES = [
     Case('sign_deterministic_train_pipeline',
          'SIGN with a train pipeline of no random transform and no mask '
          '(taken for an evaluation pipeline)',
-         sign_deterministic_train_pipeline,
+         deterministic_train_pipeline(SIGN),
+         error=r'no MaskUnseenClasses and no random transform.*'
+         r"\('flag', 'hedge', 'river'\).*right after LoadAnnotations"),
+    Case('fcn_deterministic_train_pipeline',
+         'a plain FCN with a train pipeline of no random transform and no '
+         'mask', deterministic_train_pipeline(FCN),
          error=r'no MaskUnseenClasses and no random transform.*'
          r"\('flag', 'hedge', 'river'\).*right after LoadAnnotations"),
     # ----------------------------------------------- silently wrong 6

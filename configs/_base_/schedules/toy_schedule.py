@@ -17,5 +17,8 @@ default_hooks = dict(
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=200),
     sampler_seed=dict(type='DistSamplerSeedHook'),
     visualization=dict(type='SegVisualizationHook', interval=5),
-    # one training run per work dir (mmseg_sign/engine/hooks)
+    # one split for the run (the training data's unseen pixels masked, the
+    # metric's split checked) and one training run per work dir
+    # (mmseg_sign/engine/hooks)
+    sign_split=dict(type='ClassSplitHook'),
     sign_lock=dict(type='WorkDirLockHook'))
