@@ -93,7 +93,7 @@ custom_hooks = [dict(type='SIGNStageHook', stages=stages),
 param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end={train},
          by_epoch=False)])
-train_cfg = dict(max_iters={train + transfer + self_train}, val_interval=100)
+train_cfg = dict(val_interval=100)
 """
 
 

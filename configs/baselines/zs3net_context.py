@@ -26,7 +26,6 @@ custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
     dict(type='TorchRNGStateHook'),
 ]
-train_cfg = dict(max_iters=50000)
 # no D: the wrappers of D (+ C) train C alone
 classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
 optim_wrapper = dict(

@@ -11,4 +11,3 @@ custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
     dict(type='TorchRNGStateHook'),
 ]
-train_cfg = dict(max_iters=50000)

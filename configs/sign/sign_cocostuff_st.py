@@ -12,4 +12,3 @@ custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
     dict(type='TorchRNGStateHook'),
 ]
-train_cfg = dict(max_iters=50000)

@@ -265,7 +265,7 @@ param_scheduler = dict(
                     end=2, by_epoch=False)],
     generator=[], discriminator=[], transfer=[], transfer_generator=[],
     self_train=[], self_train_generator=[], self_train_discriminator=[])
-train_cfg = dict(max_iters=6, val_interval=100)
+train_cfg = dict(val_interval=100)
 default_hooks = dict(checkpoint=dict(interval=100),
                      logger=dict(interval=1),
                      visualization=dict(type='SegVisualizationHook'))

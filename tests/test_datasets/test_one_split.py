@@ -27,7 +27,7 @@ custom_hooks = [dict(type='SIGNStageHook', stages=stages)]
 param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=2,
          by_epoch=False)])
-train_cfg = dict(max_iters=2, val_interval=2)
+train_cfg = dict(val_interval=2)
 default_hooks = dict(checkpoint=dict(interval=2), logger=dict(interval=1))
 """
 # the README's one-place override ("Datasets")

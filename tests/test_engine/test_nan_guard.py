@@ -30,7 +30,7 @@ param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=3,
          by_epoch=False)
 ])
-train_cfg = dict(max_iters=4, val_interval=100)
+train_cfg = dict(val_interval=100)
 default_hooks = dict(checkpoint=dict(interval=1, max_keep_ckpts=-1),
                      logger=dict(interval=1))
 """

@@ -39,7 +39,7 @@ custom_hooks = [dict(type='SIGNStageHook', stages=stages,
 param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=2,
          by_epoch=False)])
-train_cfg = dict(max_iters=2, val_interval=100)
+train_cfg = dict(val_interval=100)
 default_hooks = dict(checkpoint=dict(interval=2), logger=dict(interval=1))
 train_dataloader = dict(batch_size=4, num_workers=0,
                         persistent_workers=False)
@@ -52,7 +52,6 @@ stages = [dict(name='transfer', iters=1, mode='alternate', block_iters=1),
           dict(name='self_train', iters=1, mode='AST')]
 custom_hooks = [dict(type='SIGNStageHook', stages=stages,
                      val_at_stage_end=False)]
-train_cfg = dict(max_iters=2)
 """
 NEW_UNSEEN = ('kite', 'lamp', 'river')
 assert set(NEW_UNSEEN) != set(TOY_UNSEEN)
@@ -357,6 +356,37 @@ def train_with_max_iters(ctx, case):
     return out
 
 
+def train_with_max_iters_in_file(ctx, case):
+    cfg = ctx.config('max_iters_file.py', 'train_cfg = dict(max_iters=5)')
+    wd = ctx.fresh('wd_max_iters_file')
+    out = ctx.tool('train.py', cfg, '--work-dir', wd)
+    case.after = lambda: os.listdir(wd) == []  # failed before the Runner
+    return out
+
+
+def mmseg_train_with_max_iters_in_file(ctx, case):
+    """The same through mmseg's own tools/train.py: the training loop
+    (StagePlanTrainLoop) refuses it before any iteration."""
+    cfg = ctx.config('max_iters_file_mmseg.py',
+                     'train_cfg = dict(max_iters=5)')
+    wd = ctx.fresh('wd_max_iters_mmseg')
+    proc = subprocess.run(
+        [sys.executable, _mmseg_train_tool(), cfg, '--work-dir', wd],
+        cwd=ctx.root, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
+    case.after = lambda: not [f for f in os.listdir(wd) if f.endswith('.pth')]
+    return Outcome(proc.returncode, proc.stdout + proc.stderr)
+
+
+def _mmseg_train_tool():
+    """mmseg's own tools/train.py (the one ``mim train`` runs)."""
+    import mmseg
+    tool = osp.join(osp.dirname(mmseg.__file__), '.mim', 'tools',
+                    'train.py')
+    assert osp.isfile(tool), tool
+    return tool
+
+
 def train_with_partial_scheduler_dict(ctx, case):
     cfg = ctx.config('partial_scheduler.py',
                      'param_scheduler = dict(_delete_=True, segmentor=[])')
@@ -436,10 +466,7 @@ def train_in_locked_work_dir(ctx, case):
 def mmseg_train_in_locked_work_dir(ctx, case):
     """mmseg's own tools/train.py (the one ``mim train`` runs) in the work
     dir of a live run: stopped by WorkDirLockHook before any checkpoint."""
-    import mmseg
-    tool = osp.join(osp.dirname(mmseg.__file__), '.mim', 'tools',
-                    'train.py')
-    assert osp.isfile(tool), tool
+    tool = _mmseg_train_tool()
     wd = ctx.fresh('wd_locked_mmseg')
     with locked_by_another_process(wd, case):
         proc = subprocess.run(
@@ -715,6 +742,16 @@ CASES = [
          r'train_cfg\.max_iters=10: the run\'s length is set by the SIGN '
          r'stage plan custom_hooks\.0\.stages \(train 2 = 2 iterations\).*'
          r'custom_hooks\.0\.stages\.0\.iters=N0'),
+    Case('max_iters_in_the_config_file',
+         "tools/train.py on a config with train_cfg = dict(max_iters=5)",
+         train_with_max_iters_in_file,
+         r'train_cfg\.max_iters=5: the run\'s length is set by the SIGN '
+         r'stage plan .*custom_hooks\.0\.stages\.0\.iters=N0'),
+    Case('max_iters_in_the_config_file_mmseg_tool',
+         "mmseg's own tools/train.py on that config",
+         mmseg_train_with_max_iters_in_file,
+         r'train_cfg\.max_iters=5: the run\'s length is set by the SIGN '
+         r'stage plan', traceback_ok=True),
     Case('partial_param_scheduler_dict',
          'param_scheduler = dict(segmentor=[...]) without the other '
          "wrappers' lists", train_with_partial_scheduler_dict,

@@ -32,7 +32,7 @@ param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=200,
          by_epoch=False)
 ])
-train_cfg = dict(max_iters=400, val_interval=1000)
+train_cfg = dict(val_interval=1000)
 default_hooks = dict(checkpoint=dict(interval=1000, save_last=False))
 randomness = dict(seed=0)
 """)

@@ -3,9 +3,9 @@
 # then 6k of feature-generator transfer. Pair it with a SIGN model base, a
 # dataset base and mmseg::_base_/default_runtime.py (configs/sign/
 # sign_ade20k.py). Needs `custom_imports = dict(imports=['mmseg_sign'])`.
-# The stage plan is the one home of the iteration counts: SIGNStageHook sets
-# the run's length and makes each optimizer's schedulers span the stage that
-# steps it, so a child config (or --cfg-options
+# The stage plan is the one home of the iteration counts: the training loop
+# (StagePlanTrainLoop) runs as long as it and SIGNStageHook makes each
+# optimizer's schedulers span the stage that steps it, so a child config (or --cfg-options
 # custom_hooks.0.stages.0.iters=N) changes only the plan.
 # Precision: train with `tools/train.py CONFIG --amp --amp-dtype bfloat16` on
 # a GPU with bfloat16 (Ampere or newer): about 1.5x faster and 40 % less
@@ -94,9 +94,9 @@ param_scheduler = dict(
     self_train_generator=[],
     self_train_discriminator=[])
 
+# the run lasts as long as the plan (StagePlanTrainLoop: no max_iters here)
 train_cfg = dict(
-    type='IterBasedTrainLoop',
-    max_iters=train_iters + transfer_iters,
+    type='StagePlanTrainLoop',
     val_interval=4000)  # SIGNStageHook also validates at stage ends
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')

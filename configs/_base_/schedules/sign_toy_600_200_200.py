@@ -7,8 +7,9 @@
 # `custom_imports = dict(imports=['mmseg_sign'])`.
 # One tools/train.py run does all stages; SIGNStageHook picks the stage from
 # the iteration, so --resume lands in the right one. The stage plan is the
-# one home of the iteration counts: SIGNStageHook sets the run's length and
-# makes each optimizer's schedulers span the stage that steps it, so a child
+# one home of the iteration counts: the loop (StagePlanTrainLoop) runs as
+# long as it and SIGNStageHook makes each optimizer's schedulers span the
+# stage that steps it, so a child
 # config (or --cfg-options custom_hooks.0.stages.0.iters=N) changes only the
 # plan. The variables below are read in this file only: a child that
 # redefines `train_iters` or `stages` changes nothing here, it gives a new
@@ -29,7 +30,7 @@ stages = [
     dict(name='self_train', iters=self_train_iters, mode='AST',
          temperature=0.2, candidates='predicted_unseen'),
 ]
-max_iters = train_iters + transfer_iters + self_train_iters
+plan_iters = train_iters + transfer_iters + self_train_iters
 
 # All six are built up front (resume restores every state).
 # Segmentor (E, SIM): SGD 1e-2, poly over the train stage. D (+ C on the
@@ -86,10 +87,10 @@ param_scheduler = dict(
     self_train_generator=[],
     self_train_discriminator=[])
 
+# the run lasts as long as the plan (StagePlanTrainLoop: no max_iters here)
 train_cfg = dict(
-    type='IterBasedTrainLoop',
-    max_iters=max_iters,
-    val_interval=max_iters)  # SIGNStageHook also validates at stage ends
+    type='StagePlanTrainLoop',
+    val_interval=plan_iters)  # SIGNStageHook also validates at stage ends
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
 custom_hooks = [

@@ -1,13 +1,13 @@
 """SIGNStageHook: which SIGN stage runs at which iteration (the plan:
 :class:`~mmseg_sign.structures.StagePlan`; the stages: docs/reproduction.md).
 """
-import logging
 from typing import List, Optional
 
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
 
 from mmseg.registry import HOOKS
+from ..runner.stage_plan_loop import check_run_length
 from ...structures.stage_plan import StagePlan, required_optim_wrappers
 from ..schedulers import respan
 from .runner_state import is_resuming, unwrap_model
@@ -102,14 +102,14 @@ class SIGNStageHook(Hook):
         PolyLR's length), so a plan changed with ``--cfg-options
         custom_hooks.0.stages.0.iters=N`` needs nothing else. A scheduler
         of a wrapper no stage uses is left as configured."""
-        loop = runner.train_loop
         total = self.plan.total_iters
-        if loop.max_iters != total:
-            print_log(f'SIGNStageHook: the run lasts {total} iterations '
-                      f'({self.plan.describe()}); train_cfg.max_iters was '
-                      f'{loop.max_iters}.', logger='current',
-                      level=logging.WARNING)
-            loop._max_iters = total  # IterBasedTrainLoop has no setter
+        if runner.train_loop.max_iters != total:
+            raise ValueError(
+                f'SIGNStageHook: the plan lasts {total} iterations '
+                f'({self.plan.describe()}), the training loop '
+                f"{runner.train_loop.max_iters}: use train_cfg = dict(type="
+                "'StagePlanTrainLoop', ...), whose length is the plan's "
+                '(configs/_base_/schedules).')
         schedulers = runner.param_schedulers
         if not isinstance(schedulers, dict):
             return
@@ -167,33 +167,20 @@ class SIGNStageHook(Hook):
                 del scalars[key]
 
 
-def check_max_iters_option(cfg, cfg_options) -> None:
-    """``tools/train.py --cfg-options train_cfg.max_iters=N`` with a
-    ``SIGNStageHook`` plan of another length: a ValueError (the plan is the
-    one home of the iteration counts; the hook would run the plan's
-    length, and N would be ignored).
+def check_max_iters_option(cfg, cfg_options=None) -> None:
+    """A ``train_cfg.max_iters`` (in the config or ``--cfg-options``) that
+    disagrees with the config's SIGN stage plan, before the Runner is
+    built (the training loop checks it again for every other entry point).
 
     Args:
-        cfg (Config): the config, before the options are merged.
-        cfg_options (dict | None): ``--cfg-options``.
+        cfg (Config): the config, ``--cfg-options`` merged.
+        cfg_options (dict, optional): unused (kept for callers).
+
+    Raises:
+        ValueError: from :func:`~mmseg_sign.engine.runner.check_run_length`.
     """
-    wanted = None
-    for key, value in (cfg_options or {}).items():
-        if key == 'train_cfg.max_iters':
-            wanted = value
-        elif key == 'train_cfg' and isinstance(value, dict) and \
-                'max_iters' in value:
-            wanted = value['max_iters']
-    found = StagePlan.from_config(cfg) if wanted is not None else None
-    if found is None or wanted == found[1].total_iters:
+    found = StagePlan.from_config(cfg)
+    if found is None:
         return
-    index, plan = found
-    example = ' '.join(f'custom_hooks.{index}.stages.{i}.iters=N{i}'
-                       for i in range(len(plan)))
-    raise ValueError(
-        f'--cfg-options train_cfg.max_iters={wanted!r}: the run\'s '
-        f'length is set by the SIGN stage plan custom_hooks.{index}.'
-        f'stages ({plan.describe()} = {plan.total_iters} iterations), the '
-        'one home of the iteration counts (it also spans each stage\'s '
-        'schedulers); train_cfg.max_iters would be ignored. Change the '
-        f'stages\' lengths instead: --cfg-options {example}.')
+    train_cfg = cfg.get('train_cfg') or {}
+    check_run_length(train_cfg.get('max_iters'), found[1], found[0])
