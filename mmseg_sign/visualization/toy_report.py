@@ -136,13 +136,19 @@ def draw_comparison(models, data_cfg, out_file, num_images=4, scale=4,
     grid = np.concatenate(
         [np.pad(r, ((0, 4), (0, 0), (0, 0)), constant_values=255)
          for r in rows], axis=0)
-    fig = plt.figure(figsize=(grid.shape[1] / 80 + 2.2, grid.shape[0] / 80),
-                     dpi=100)
-    ax = fig.add_axes([0, 0, grid.shape[1] / (grid.shape[1] + 176), 1])
+    top = 24  # pixels of column titles above the grid
+    fig = plt.figure(figsize=(grid.shape[1] / 80 + 2.2,
+                              (grid.shape[0] + top) / 80), dpi=100)
+    ax = fig.add_axes([0, 0, grid.shape[1] / (grid.shape[1] + 176),
+                       grid.shape[0] / (grid.shape[0] + top)])
     ax.imshow(grid)
     ax.axis('off')
-    ax.set_title(' | '.join(['image', 'ground truth'] +
-                            [label for label, _, _ in models]), fontsize=9)
+    tile = upscale(samples[0]['data_samples'].gt_sem_seg.data[0].numpy(),
+                   scale).shape[1]
+    for i, title in enumerate(['image', 'ground truth'] +
+                              [label for label, _, _ in models]):
+        ax.text(i * (tile + 4) + tile / 2, -6, title, ha='center',
+                va='bottom', fontsize=9, clip_on=False)
     handles = [
         Patch(color=np.array(meta['palette'][i]) / 255,
               label=c + (' (unseen)' if i in unseen_ids else ''))
