@@ -61,3 +61,25 @@ def test_card_and_metafile_list_the_same_configs_and_numbers():
     assert measured == 3  # the toy rows measured with this code
     for cells in (c for cs in rows.values() for c in cs):
         assert cells[-1] == 'no checkpoint released'
+
+
+def test_baselines_metafile_lists_every_baseline_config():
+    """configs/baselines/metafile.yml (for mim): one entry per SPNet /
+    ZS3Net / CaGNet config, in its method's collection, no weights."""
+    import glob
+    path = osp.join(REPO, 'configs', 'baselines', 'metafile.yml')
+    index = yaml.safe_load(open(osp.join(REPO, 'model-index.yml')))
+    assert 'configs/baselines/metafile.yml' in index['Import']
+    meta = yaml.safe_load(open(path))
+    collections = {c['Name'] for c in meta['Collections']}
+    assert collections == {'SPNet', 'ZS3Net', 'CaGNet'}
+    listed = set()
+    for model in meta['Models']:
+        assert model['In Collection'] in collections
+        assert model['Name'].startswith(model['In Collection'].lower())
+        assert osp.basename(model['Config']) == model['Name'] + '.py'
+        assert 'Weights' not in model
+        listed.add(model['Config'])
+    shipped = {osp.relpath(p, REPO) for p in glob.glob(osp.join(
+        REPO, 'configs', 'baselines', '*.py')) if 'fcn' not in p}
+    assert listed == shipped
