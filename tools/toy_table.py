@@ -4,8 +4,8 @@ data seeds, as one markdown table (docs/toy_results.md).
     python tools/toy_table.py configs/baselines/spnet_toy.py \\
         configs/sign/sign_toy.py --seeds 0 1 2 --data-seeds 0 1 2 \\
         [--rows 'SIGN + AST=sign_toy@self_train' ...] [--amp-dtype bfloat16] \\
-        [--cfg-options KEY=VALUE ...] [--work-dir work_dirs/toy_table] \\
-        [--out table.md]
+        [--cfg-options KEY=VALUE ...] [--tag NAME] [--jobs 2] \\
+        [--work-dir work_dirs/toy_table] [--out table.md]
 
 Each config runs once per (data seed, training seed) with tools/train.py
 on ``make_toy_dataset(val_size=(96, 96), seed=DATA_SEED)`` (50 test images
@@ -14,21 +14,38 @@ study). A row is a config after one of its stages (the validation at the
 stage's end; a config without a stage plan: its last validation), named
 ``STEM@STAGE`` or by ``--rows LABEL=STEM@STAGE`` (which also orders them);
 with ``--amp-dtype DTYPE`` (tools/train.py's) the stem is ``STEM+DTYPE``.
-``--cfg-options`` go to every run (e.g. a shorter plan for a rehearsal).
-Each run's metrics go to ``WORK_DIR/results.json`` as it ends; runs already
-there are skipped, so the command can be repeated or extended.
+``--cfg-options`` go to every run (e.g. a shorter plan for a rehearsal);
+``--tag NAME`` names such runs ``STEM+NAME`` (a temperature curve: one tag
+per value, one work dir). ``--sweep KEY=V1,V2,...`` runs each config at
+each value (tags ``LEAFV``, e.g. ``temperature2``; the config's own value is
+its untagged runs), one row per value after the last stage, and ``--plot
+PNG`` draws seen / unseen / harmonic mIoU against the value (mean ± std):
+
+    python tools/toy_table.py configs/sign/sign_toy.py --jobs 2 \\
+        --sweep custom_hooks.0.stages.2.temperature=0.05,0.2,2,20 \\
+        --plot ast_temperature.png
+
+``--jobs N`` trains N runs at once, each with
+``OMP_NUM_THREADS`` = cores / N (unless set): on 2 cores two one-thread
+runs finish in about the time of one two-thread run (24 s vs 23 s for a
+200-iteration toy run). Each run's metrics go to ``WORK_DIR/results.json``
+as it ends; runs already there are skipped, so the command can be repeated
+or extended.
 """
 import argparse
 import json
 import os
 import os.path as osp
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from mmengine.config import Config
 
 from mmseg_sign.utils.atomic import atomic_write
-from mmseg_sign.utils.toy_table import row_stem, run, stage_ends, table
-from mmseg_sign.visualization.toy_report import draw_comparison
+from mmseg_sign.utils.toy_table import (KEYS, config_value, row_stem, run,
+                                        stage_ends, sweep_points, table,
+                                        toy_data)
+from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
 
 
 def main():
@@ -43,43 +60,79 @@ def main():
                         help="tools/train.py's --amp-dtype")
     parser.add_argument('--cfg-options', nargs='+', default=[],
                         metavar='KEY=VALUE', help='for every run')
+    parser.add_argument('--tag', default=None,
+                        help='runs are named STEM+TAG (with --cfg-options)')
+    parser.add_argument('--sweep', default=None, metavar='KEY=V1,V2,...',
+                        help='each config at each value of KEY')
+    parser.add_argument('--plot', default=None, metavar='PNG',
+                        help='with --sweep: mIoU against the value')
+    parser.add_argument('--jobs', type=int, default=1,
+                        help='runs trained at once')
     parser.add_argument('--work-dir', default='work_dirs/toy_table')
     parser.add_argument('--out', default=None, help='also write the table')
     parser.add_argument('--picture', default=None, metavar='PNG',
                         help="each config's final predictions on the first "
                         'test images (first data seed and seed)')
     args = parser.parse_args()
+    if args.sweep and args.tag or args.plot and not args.sweep:
+        parser.error('--sweep names its runs (no --tag); --plot needs it')
+    key = (args.sweep or '').partition('=')[0]
+    leaf = key.rsplit('.', 1)[-1]
+    stem_of = lambda c, tag=args.tag: row_stem(  # noqa: E731
+        c, args.amp_dtype, tag)
+    # (config, value, tag, its --cfg-options): one per config, or per
+    # config and swept value
+    variants = [(c, *point) for c in args.configs for point in (
+        sweep_points(c, args.sweep) if args.sweep else
+        [(None, args.tag, [])])]
     wd = osp.abspath(args.work_dir)
     os.makedirs(wd, exist_ok=True)
     path = osp.join(wd, 'results.json')
     results = json.load(open(path)) if osp.exists(path) else {}
-    for data_seed in args.data_seeds:
-        for seed in args.seeds:
-            for cfg_path in args.configs:
-                stem = row_stem(cfg_path, args.amp_dtype)
-                key = f'{stem}/{data_seed}/{seed}'
-                if key not in results:
-                    results[key] = run(cfg_path, wd, data_seed, seed,
-                                       args.amp_dtype, args.cfg_options)
-                    text = json.dumps(results, indent=1)
-                    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
-                    print(key, json.dumps(results[key]), flush=True)
+    todo = [(v, d, s) for d in args.data_seeds for s in args.seeds
+            for v in variants
+            if f'{stem_of(v[0], v[2])}/{d}/{s}' not in results]
+    for data_seed in args.data_seeds:  # made once, before runs share it
+        toy_data(wd, data_seed)
+    threads = None
+    if args.jobs > 1 and 'OMP_NUM_THREADS' not in os.environ:
+        threads = max(1, (os.cpu_count() or 1) // args.jobs)
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futures = {pool.submit(run, c, wd, d, s, args.amp_dtype,
+                               [*args.cfg_options, *options], tag, threads):
+                   f'{stem_of(c, tag)}/{d}/{s}'
+                   for (c, _, tag, options), d, s in todo}
+        failed = []
+        for future in as_completed(futures):
+            name = futures[future]
+            if future.exception() is not None:
+                failed.append(f'{name}: {future.exception()}')
+                continue
+            results[name] = future.result()
+            text = json.dumps(results, indent=1)
+            atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+            print(name, json.dumps(results[name]), flush=True)
+    if failed:  # the other runs are kept: a repeated command skips them
+        raise SystemExit('\n'.join(['runs failed:', *failed]))
     if args.rows:
         rows = {}
         for spec in args.rows:
             label, _, target = spec.rpartition('=')
             stem, _, stage = target.partition('@')
             rows[label or target] = (stem, stage)
+    elif args.sweep:  # the last stage at each value
+        rows = {f'{stem_of(c)}@{list(stage_ends(c))[-1]} {leaf}={value:g}':
+                (stem_of(c, tag), list(stage_ends(c))[-1])
+                for c, value, tag, _ in variants}
     else:
-        stems = [row_stem(c, args.amp_dtype) for c in args.configs]
-        rows = {f'{stem}@{s}': (stem, s) for c, stem in zip(
-            args.configs, stems) for s in stage_ends(c)}
+        rows = {f'{stem_of(c)}@{s}': (stem_of(c), s) for c in args.configs
+                for s in stage_ends(c)}
     lines = table(results, rows, args.data_seeds, args.seeds)
     if args.picture:
         labels = {target: label for label, target in rows.items()}
         models = []
         for cfg_path in args.configs:
-            stem = row_stem(cfg_path, args.amp_dtype)
+            stem = stem_of(cfg_path)
             last = list(stage_ends(cfg_path))[-1]
             run_dir = osp.join(wd, f'{stem}_data{args.data_seeds[0]}_seed'
                                f'{args.seeds[0]}')
@@ -88,6 +141,19 @@ def main():
                 models.append((labels.get((stem, last), stem), cfg,
                                f.read().strip()))
         draw_comparison(models, models[0][1], args.picture)
+    if args.plot:
+        wanted = {f'{d}/{s}' for d in args.data_seeds for s in args.seeds}
+        curves = {}
+        for c, value, tag, _ in variants:
+            stage = list(stage_ends(c))[-1]
+            runs = [r for k, r in results.items() if k.split('/', 1) in (
+                [stem_of(c, tag), w] for w in wanted)]
+            for metric in KEYS:
+                curves.setdefault(f'{stem_of(c)} {metric}', {})[value] = [
+                    r[stage][metric] for r in runs]
+        own = config_value(args.configs[0], key)
+        plot_sweep(curves, leaf, args.plot,
+                   marks=[(own, f'config: {own}')] if own else ())
     print('\n'.join(lines))
     if args.out:
         text = '\n'.join(lines) + '\n'

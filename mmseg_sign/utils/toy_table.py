@@ -1,7 +1,6 @@
 """Toy tables: shipped configs trained with tools/train.py on the built-in
 toy data over training seeds and toy data seeds, and the markdown table of
 their mean ± std (``tools/toy_table.py``, docs/toy_results.md)."""
-import json
 import os
 import os.path as osp
 import subprocess
@@ -40,7 +39,7 @@ def stage_ends(cfg_path: str) -> dict:
 
 
 def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
-          cfg_options=()) -> float:
+          cfg_options=(), threads=None) -> float:
     """tools/train.py on the toy data of ``data_root``; seconds taken.
 
     Args:
@@ -50,6 +49,8 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
         seed (int): ``randomness.seed``.
         amp_dtype (str, optional): tools/train.py's ``--amp-dtype``.
         cfg_options (Sequence[str]): more ``--cfg-options``.
+        threads (int, optional): the run's ``OMP_NUM_THREADS`` (default:
+            this process's environment).
 
     Returns:
         float: the run's wall time.
@@ -63,8 +64,11 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
                                'test_dataloader')]
     cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg_path,
            '--work-dir', work_dir, *extra, '--cfg-options', *options]
+    env = dict(os.environ)
+    if threads:
+        env['OMP_NUM_THREADS'] = str(threads)
     start = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode:
         raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
     return time.time() - start
@@ -86,8 +90,24 @@ def neck_params(work_dir: str) -> int:
                    if k.startswith('neck.') and v.is_floating_point()))
 
 
-def run(cfg_path, wd, data_seed, seed, amp_dtype=None,
-        cfg_options=()) -> dict:
+def toy_data(wd: str, data_seed: int) -> str:
+    """The table's toy data of one data seed, made on first use.
+
+    Args:
+        wd (str): the table's work dir.
+        data_seed (int): ``make_toy_dataset``'s seed.
+
+    Returns:
+        str: its data root, ``WD/data{DATA_SEED}``.
+    """
+    data_root = osp.join(wd, f'data{data_seed}')
+    if not osp.exists(osp.join(data_root, 'class_embeddings.npz')):
+        make_toy_dataset(data_root, val_size=(96, 96), seed=data_seed)
+    return data_root
+
+
+def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
+        tag=None, threads=None) -> dict:
     """One run's metrics at each stage end, its time and neck size.
 
     Args:
@@ -98,18 +118,18 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None,
         seed (int): the training seed.
         amp_dtype (str, optional): tools/train.py's ``--amp-dtype``.
         cfg_options (Sequence[str]): more ``--cfg-options``.
+        tag (str, optional): :func:`row_stem`'s.
+        threads (int, optional): :func:`train`'s.
 
     Returns:
         dict: ``seconds``, ``neck_params`` and per stage ``{mIoU_seen,
         mIoU_unseen, hIoU}``.
     """
-    data_root = osp.join(wd, f'data{data_seed}')
-    if not osp.exists(osp.join(data_root, 'class_embeddings.npz')):
-        make_toy_dataset(data_root, val_size=(96, 96), seed=data_seed)
-    stem = row_stem(cfg_path, amp_dtype)
+    data_root = toy_data(wd, data_seed)
+    stem = row_stem(cfg_path, amp_dtype, tag)
     run_dir = osp.join(wd, f'{stem}_data{data_seed}_seed{seed}')
     seconds = train(cfg_path, run_dir, data_root, seed, amp_dtype,
-                    cfg_options)
+                    cfg_options, threads)
     records = logged_records(run_dir, 'hIoU')
     out = dict(seconds=seconds, neck_params=neck_params(run_dir))
     # the plan as run (--cfg-options included): the config the run dumped
@@ -120,19 +140,20 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None,
     return out
 
 
-def row_stem(cfg_path: str, amp_dtype=None) -> str:
-    """A config's name in the results: its file stem (``+DTYPE`` with
-    mixed precision).
+def row_stem(cfg_path: str, amp_dtype=None, tag=None) -> str:
+    """A config's name in the results: its file stem, ``+DTYPE`` with
+    mixed precision, ``+TAG`` for runs told apart by ``--cfg-options``.
 
     Args:
         cfg_path (str): the config.
         amp_dtype (str, optional): its run's ``--amp-dtype``.
+        tag (str, optional): e.g. ``'T2'`` for a temperature.
 
     Returns:
-        str: the name.
+        str: the name, e.g. ``'sign_toy+bfloat16+T2'``.
     """
     stem = osp.splitext(osp.basename(cfg_path))[0]
-    return f'{stem}+{amp_dtype}' if amp_dtype else stem
+    return '+'.join(x for x in (stem, amp_dtype, tag) if x)
 
 
 def fmt(values) -> str:
@@ -173,3 +194,59 @@ def table(results: dict, rows: dict, data_seeds, seeds) -> list:
                 + f" | {runs[0]['neck_params']:,} | "
                 f"{np.mean([r['seconds'] for r in runs]):.0f} |")
     return lines
+
+
+def config_value(cfg_path: str, key: str):
+    """A config's value at a dotted ``--cfg-options`` key (list items by
+    index, e.g. ``custom_hooks.0.stages.2.temperature``).
+
+    Args:
+        cfg_path (str): the config.
+        key (str): the dotted key.
+
+    Returns:
+        The value (``None`` where the key is absent).
+    """
+    node = Config.fromfile(cfg_path)
+    for part in key.split('.'):
+        try:
+            node = node[int(part)] if isinstance(node, (list, tuple)) \
+                else node[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            return None
+    return node
+
+
+def sweep_points(cfg_path: str, spec: str) -> list:
+    """The runs of a sweep ``KEY=V1,V2,...`` over one config: a tag and
+    the ``--cfg-options`` item for each value; the config's own value keeps
+    the untagged stem (its runs are the config's, not repeated).
+
+    Args:
+        cfg_path (str): the config.
+        spec (str): e.g. ``'custom_hooks.0.stages.2.temperature=0.1,2'``.
+
+    Returns:
+        list[tuple[float, str | None, list[str]]]: ``(value, tag,
+        cfg_options)``, tags like ``'temperature2'``.
+
+    Raises:
+        ValueError: a spec without ``=``, values or numbers.
+    """
+    key, _, values = spec.partition('=')
+    if not key or not values:
+        raise ValueError(f'--sweep {spec!r}: write KEY=V1,V2,... (e.g. '
+                         'custom_hooks.0.stages.2.temperature=0.1,1,10)')
+    own = config_value(cfg_path, key)
+    leaf = key.rsplit('.', 1)[-1]
+    points = []
+    for text in values.split(','):
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f'--sweep {spec!r}: {text!r} is not a number '
+                             '(a sweep is plotted against its values)')
+        same = own == value or str(own) == text
+        points.append((value, None if same else f'{leaf}{text}',
+                       [] if same else [f'{key}={text}']))
+    return points

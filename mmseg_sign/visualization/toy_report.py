@@ -211,3 +211,36 @@ def plot_losses(cfg, work_dir, out_file):
     fig.tight_layout()
     fig.savefig(out_file)
     plt.close(fig)
+
+
+def plot_sweep(curves, xlabel, out_file, marks=()):
+    """Mean ± std (over runs) of each metric against a swept value, log x
+    (docs/toy_results.md's AST temperature curve; the paper's Fig. 5).
+
+    Args:
+        curves (dict): ``{label: {value: [metric of each run]}}``.
+        xlabel (str): the swept value's name.
+        out_file (str): the PNG.
+        marks (Sequence[tuple[float, str]]): vertical lines ``(x, label)``
+            (e.g. the config's value, the paper's).
+    """
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, points in curves.items():
+        xs = sorted(points)
+        mean = np.array([np.mean(points[x]) for x in xs])
+        std = np.array([np.std(points[x]) for x in xs])
+        line, = ax.plot(xs, mean, marker='o', label=label)
+        ax.fill_between(xs, mean - std, mean + std, alpha=0.2,
+                        color=line.get_color())
+    for x, text in marks:
+        ax.axvline(x, color='grey', linestyle=':')
+        ax.text(x, ax.get_ylim()[0], f' {text}', rotation=90, va='bottom',
+                fontsize=8, color='grey')
+    ax.set_xscale('log')
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel('mIoU (%)')
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_file, dpi=120)
+    plt.close(fig)

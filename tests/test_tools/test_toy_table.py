@@ -5,6 +5,7 @@ import os
 import os.path as osp
 import subprocess
 import sys
+from datetime import datetime
 
 import pytest
 
@@ -57,3 +58,50 @@ def test_runner_records_every_stage_and_draws(tmp_path):
 
 
 pytestmark = pytest.mark.filterwarnings('ignore')
+
+
+def test_sweep_points_keep_the_configs_own_value_untagged():
+    from mmseg_sign.utils.toy_table import config_value, sweep_points
+    cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
+    key = 'custom_hooks.0.stages.2.temperature'
+    assert config_value(cfg, key) == 0.2
+    assert config_value(cfg, 'custom_hooks.0.stages.7.temperature') is None
+    assert sweep_points(cfg, f'{key}=0.2,5') == [
+        (0.2, None, []), (5.0, 'temperature5', [f'{key}=5'])]
+    with pytest.raises(ValueError, match='KEY=V1,V2'):
+        sweep_points(cfg, key)
+    with pytest.raises(ValueError, match="'high' is not a number"):
+        sweep_points(cfg, f'{key}=1,high')
+
+
+def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
+    from mmengine.config import Config
+    wd = tmp_path / 'sweep'
+    key = 'custom_hooks.0.stages.2.temperature'
+    cmd = [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
+           osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
+           '--data-seeds', '5', '--work-dir', str(wd), '--jobs', '2',
+           '--sweep', f'{key}=0.2,5', '--plot', str(tmp_path / 'curve.png'),
+           '--cfg-options', *SHORT_PLAN]
+    env = dict(os.environ, PYTHONWARNINGS='ignore')
+    env.pop('OMP_NUM_THREADS', None)  # --jobs sets it for each run
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = json.loads((wd / 'results.json').read_text())
+    assert set(results) == {'sign_toy/5/0', 'sign_toy+temperature5/5/0'}
+    # each run was trained with its value (the config each run dumped)
+    for stem, value in (('sign_toy', 0.2), ('sign_toy+temperature5', 5)):
+        dumped = Config.fromfile(wd / f'{stem}_data5_seed0' / 'sign_toy.py')
+        assert dumped.custom_hooks[0].stages[2].temperature == value
+    assert '| sign_toy@self_train temperature=0.2 | 1 |' in out.stdout
+    assert '| sign_toy@self_train temperature=5 | 1 |' in out.stdout
+    assert (tmp_path / 'curve.png').stat().st_size > 0
+    # --jobs 2: the two runs overlapped (start: the run's timestamp dir)
+    spans = []
+    for stem in ('sign_toy', 'sign_toy+temperature5'):
+        run_dir = wd / f'{stem}_data5_seed0'
+        stamp = next(p.name for p in run_dir.iterdir() if p.is_dir())
+        start = datetime.strptime(stamp, '%Y%m%d_%H%M%S').timestamp()
+        spans.append((start, start + results[f'{stem}/5/0']['seconds']))
+    assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1], spans
