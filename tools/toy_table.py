@@ -44,7 +44,7 @@ from mmengine.config import Config
 from mmseg_sign.utils.atomic import atomic_write
 from mmseg_sign.utils.toy_table import (KEYS, config_value, row_stem, run,
                                         stage_ends, sweep_points, table,
-                                        toy_data)
+                                        table_by_data_seed, toy_data)
 from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
 
 
@@ -128,6 +128,10 @@ def main():
         rows = {f'{stem_of(c)}@{s}': (stem_of(c), s) for c in args.configs
                 for s in stage_ends(c)}
     lines = table(results, rows, args.data_seeds, args.seeds)
+    if len(args.data_seeds) > 1:
+        lines += ['', 'Harmonic mIoU per toy data seed (mean ± std over the '
+                  'training seeds):', '', *table_by_data_seed(
+                      results, rows, args.data_seeds, args.seeds)]
     if args.picture:
         labels = {target: label for label, target in rows.items()}
         models = []

@@ -74,20 +74,36 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
     return time.time() - start
 
 
-def neck_params(work_dir: str) -> int:
-    """Parameters of the neck (the SIM) in the run's last checkpoint.
+# not used to segment: G, D and the fixed class-embedding table
+NOT_INFERENCE = ('decode_head.generator.', 'decode_head.discriminator.',
+                 'decode_head.class_embedding')
+
+
+def param_counts(work_dir: str) -> dict:
+    """Parameters in a finished run's last checkpoint: ``sim``, the SIM
+    (the neck without E's ASPP ``neck.input_proj``: encoder, positional
+    encoding, latent head; the paper's Table 2), and ``model``, everything
+    but G, D and the class-embedding table (E, SIM, C; Table 4 compares
+    models of about the same count).
 
     Args:
-        work_dir (str): a finished run's work dir.
+        work_dir (str): the run's work dir.
 
     Returns:
-        int: the count (0 without a neck).
+        dict[str, int]: ``{'sim': ..., 'model': ...}``.
     """
     with open(osp.join(work_dir, 'last_checkpoint')) as f:
         state = torch.load(f.read().strip(), map_location='cpu',
                            weights_only=False)['state_dict']
-    return int(sum(v.numel() for k, v in state.items()
-                   if k.startswith('neck.') and v.is_floating_point()))
+    counts = dict(sim=0, model=0)
+    for name, value in state.items():
+        if not value.is_floating_point() or name.startswith(NOT_INFERENCE):
+            continue
+        counts['model'] += value.numel()
+        if name.startswith('neck.') and not name.startswith(
+                'neck.input_proj.'):
+            counts['sim'] += value.numel()
+    return {k: int(v) for k, v in counts.items()}
 
 
 def toy_data(wd: str, data_seed: int) -> str:
@@ -122,8 +138,8 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
         threads (int, optional): :func:`train`'s.
 
     Returns:
-        dict: ``seconds``, ``neck_params`` and per stage ``{mIoU_seen,
-        mIoU_unseen, hIoU}``.
+        dict: ``seconds``, ``params`` (:func:`param_counts`) and per
+        stage ``{mIoU_seen, mIoU_unseen, hIoU}``.
     """
     data_root = toy_data(wd, data_seed)
     stem = row_stem(cfg_path, amp_dtype, tag)
@@ -131,7 +147,7 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     seconds = train(cfg_path, run_dir, data_root, seed, amp_dtype,
                     cfg_options, threads)
     records = logged_records(run_dir, 'hIoU')
-    out = dict(seconds=seconds, neck_params=neck_params(run_dir))
+    out = dict(seconds=seconds, params=param_counts(run_dir))
     # the plan as run (--cfg-options included): the config the run dumped
     dumped = osp.join(run_dir, osp.basename(cfg_path))
     for stage, end in stage_ends(dumped).items():
@@ -183,7 +199,8 @@ def table(results: dict, rows: dict, data_seeds, seeds) -> list:
     """
     wanted = {f'{d}/{s}' for d in data_seeds for s in seeds}
     lines = ['| row | runs | seen mIoU | unseen mIoU | harmonic mIoU | '
-             'neck params | s per run |', '|---|---|---|---|---|---|---|']
+             'SIM params | model params | s per run |',
+             '|---|---|---|---|---|---|---|---|']
     for label, (stem, stage) in rows.items():
         runs = [v for k, v in results.items() if k.split('/')[0] == stem
                 and k.split('/', 1)[1] in wanted and stage in v]
@@ -191,7 +208,8 @@ def table(results: dict, rows: dict, data_seeds, seeds) -> list:
             lines.append(
                 f'| {label} | {len(runs)} | ' + ' | '.join(
                     fmt([r[stage][k] for r in runs]) for k in KEYS)
-                + f" | {runs[0]['neck_params']:,} | "
+                + f" | {runs[0]['params']['sim']:,} | "
+                f"{runs[0]['params']['model']:,} | "
                 f"{np.mean([r['seconds'] for r in runs]):.0f} |")
     return lines
 
@@ -250,3 +268,32 @@ def sweep_points(cfg_path: str, spec: str) -> list:
         points.append((value, None if same else f'{leaf}{text}',
                        [] if same else [f'{key}={text}']))
     return points
+
+
+def table_by_data_seed(results: dict, rows: dict, data_seeds, seeds,
+                       metric: str = 'hIoU') -> list:
+    """Markdown lines: one metric per row and toy data seed (mean ± std
+    over the training seeds), to see whether an ordering holds on each.
+
+    Args:
+        results (dict): ``{STEM/DATA_SEED/SEED: run}`` (:func:`run`'s).
+        rows (dict): ``{label: (stem, stage)}`` in table order.
+        data_seeds (Sequence[int]): the columns.
+        seeds (Sequence[int]): the training seeds to average over.
+        metric (str): one of :data:`KEYS`.
+
+    Returns:
+        list[str]: the header and one line per row that has runs.
+    """
+    lines = ['| row | ' + ' | '.join(f'data seed {d}' for d in data_seeds)
+             + ' |', '|---|' + '---|' * len(data_seeds)]
+    for label, (stem, stage) in rows.items():
+        cells = []
+        for d in data_seeds:
+            values = [results[k][stage][metric] for k in (
+                f'{stem}/{d}/{s}' for s in seeds)
+                if k in results and stage in results[k]]
+            cells.append(fmt(values) if values else '–')
+        if any(c != '–' for c in cells):
+            lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
+    return lines

@@ -18,16 +18,41 @@ SHORT_PLAN = ['custom_hooks.0.stages.0.iters=2',
 
 
 def test_table_is_mean_and_std_of_the_chosen_runs():
-    from mmseg_sign.utils.toy_table import table
-    run = lambda h: dict(seconds=10, neck_params=1234, transfer=dict(  # noqa
-        mIoU_seen=80.0, mIoU_unseen=h / 2, hIoU=h))
+    from mmseg_sign.utils.toy_table import table, table_by_data_seed
+    def run(h):
+        return dict(seconds=10, params=dict(sim=1234, model=56789),
+                    transfer=dict(mIoU_seen=80.0, mIoU_unseen=h / 2, hIoU=h))
+
     results = {'a/0/0': run(40.0), 'a/0/1': run(60.0), 'a/1/0': run(90.0)}
     lines = table(results, {'A': ('a', 'transfer')}, data_seeds=[0],
                   seeds=[0, 1])
     # the run of data seed 1 is not asked for; std is numpy's (ddof 0)
     assert lines[2] == ('| A | 2 | 80.00 ± 0.00 | 25.00 ± 5.00 | '
-                        '50.00 ± 10.00 | 1,234 | 10 |')
+                        '50.00 ± 10.00 | 1,234 | 56,789 | 10 |')
     assert table(results, {'B': ('b', 'transfer')}, [0], [0]) == lines[:2]
+    # per data seed: seeds 0, 1 of data seed 0 (40, 60); data seed 1 has
+    # seed 0 only (90)
+    by_data = table_by_data_seed(results, {'A': ('a', 'transfer')}, [0, 1],
+                                 [0, 1])
+    assert by_data[2] == '| A | 50.00 ± 10.00 | 90.00 ± 0.00 |'
+
+
+def test_param_counts_split_the_sim_from_the_inference_model(tmp_path):
+    import torch
+    from mmseg_sign.utils.toy_table import param_counts
+    sizes = {'backbone.conv.weight': 10, 'neck.input_proj.conv.weight': 5,
+             'neck.encoder.proj.weight': 3, 'neck.reparam.mu.weight': 4,
+             'decode_head.generator.fc.weight': 7,
+             'decode_head.discriminator.fc.weight': 6,
+             'decode_head.class_embedding': 8,
+             'decode_head.conv_seg.weight': 2}
+    state = {k: torch.zeros(n) for k, n in sizes.items()}
+    state['backbone.bn.num_batches_tracked'] = torch.zeros(9).long()
+    torch.save(dict(state_dict=state), tmp_path / 'iter_1.pth')
+    (tmp_path / 'last_checkpoint').write_text(str(tmp_path / 'iter_1.pth'))
+    # SIM: encoder + latent head (3 + 4); model: + backbone, ASPP and C
+    # (10 + 5 + 2); not G, D, the embedding table or integer buffers
+    assert param_counts(str(tmp_path)) == dict(sim=7, model=24)
 
 
 def test_runner_records_every_stage_and_draws(tmp_path):
@@ -44,9 +69,9 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((wd / 'results.json').read_text())
     run = results['sign_toy/5/0']
-    assert set(run) == {'seconds', 'neck_params', 'train', 'transfer',
+    assert set(run) == {'seconds', 'params', 'train', 'transfer',
                         'self_train'}
-    assert run['neck_params'] > 0
+    assert 0 < run['params']['sim'] < run['params']['model']
     assert '| SIGN + AST | 1 |' in out.stdout
     assert out.stdout.index('| SIGN |') < out.stdout.index('| SIGN + AST |')
     assert (tmp_path / 'cmp.png').stat().st_size > 0
