@@ -3,9 +3,9 @@
 # as long as SIGN's self-training (configs/sign/sign_context_st.py).
 _base_ = ['./cagnet_context.py']
 stages = [
-    dict(name='train', iters=40000),
-    dict(name='transfer', iters=10000, mode='alternate'),
-    dict(name='self_train', iters=7000, mode='ST_topk', top_k=1),
+    *_base_.stages,
+    dict(name='self_train', iters=_base_.self_train_iters, mode='ST_topk',
+         top_k=1),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

@@ -3,9 +3,9 @@
 # its top-k logits; CaGNet's self-training config: k = 1).
 _base_ = ['./cagnet_toy.py']
 stages = [
-    dict(name='train', iters=600),
-    dict(name='transfer', iters=200, mode='alternate', block_iters=25),
-    dict(name='self_train', iters=200, mode='ST_topk', top_k=1),
+    *_base_.stages,
+    dict(name='self_train', iters=_base_.self_train_iters, mode='ST_topk',
+         top_k=1),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

@@ -3,9 +3,9 @@
 # as long as SIGN's self-training (configs/sign/sign_voc_st.py).
 _base_ = ['./cagnet_voc.py']
 stages = [
-    dict(name='train', iters=40000),
-    dict(name='transfer', iters=6000, mode='alternate'),
-    dict(name='self_train', iters=6000, mode='ST_topk', top_k=1),
+    *_base_.stages,
+    dict(name='self_train', iters=_base_.self_train_iters, mode='ST_topk',
+         top_k=1),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

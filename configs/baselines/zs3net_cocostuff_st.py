@@ -3,10 +3,9 @@
 # as long as SIGN's (configs/sign/sign_cocostuff_st.py).
 _base_ = ['./zs3net_cocostuff.py']
 stages = [
-    dict(name='train', iters=40000),
-    dict(name='transfer', iters=6000, mode='classifier', real_weight=1.0,
-         synth_weight=1.0),
-    dict(name='self_train', iters=4000, mode='ST', top_p=75.0),
+    *_base_.stages,
+    dict(name='self_train', iters=_base_.self_train_iters, mode='ST',
+         top_p=75.0),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

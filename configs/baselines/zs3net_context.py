@@ -18,9 +18,9 @@ model = dict(
         generator=dict(type='PixelMLPGenerator', hidden_channels=(256, ),
                        dropout=0.5)))
 stages = [
-    dict(name='train', iters=40000),
-    dict(name='transfer', iters=10000, mode='classifier', real_weight=1.0,
-         synth_weight=1.0),
+    _base_.stages[0],
+    dict(name='transfer', iters=_base_.stages[1].iters, mode='classifier',
+         real_weight=1.0, synth_weight=1.0),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

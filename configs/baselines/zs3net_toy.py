@@ -17,9 +17,9 @@ model = dict(
         generator=dict(type='PixelMLPGenerator', hidden_channels=(256, ),
                        dropout=0.5)))
 stages = [
-    dict(name='train', iters=600),
-    dict(name='transfer', iters=200, mode='classifier', real_weight=1.0,
-         synth_weight=1.0),
+    _base_.stages[0],
+    dict(name='transfer', iters=_base_.stages[1].iters, mode='classifier',
+         real_weight=1.0, synth_weight=1.0),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

@@ -2,10 +2,9 @@
 # 75 % most confident pixels per unseen class among those predicted unseen).
 _base_ = ['./zs3net_toy.py']
 stages = [
-    dict(name='train', iters=600),
-    dict(name='transfer', iters=200, mode='classifier', real_weight=1.0,
-         synth_weight=1.0),
-    dict(name='self_train', iters=200, mode='ST', top_p=75.0),
+    *_base_.stages,
+    dict(name='self_train', iters=_base_.self_train_iters, mode='ST',
+         top_p=75.0),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

@@ -23,11 +23,10 @@ model = dict(
         'cocostuff171_cagnet_fasttext_word2vec.npz'))
 log_processor = dict(by_epoch=False)
 
-# the authors' COCO-Stuff transfer: synthetic weight 1, Adam 1e-5
-stages = [
-    dict(name='train', iters=40000),
-    dict(name='transfer', iters=6000, mode='alternate', synth_weight=1.0),
-]
+# the authors' COCO-Stuff transfer: synthetic weight 1, Adam 1e-5; 4k
+# iterations of self-training (appended by sign_cocostuff_{st,ast}.py)
+stages = [_base_.stages[0], dict(_base_.stages[1], synth_weight=1.0)]
+self_train_iters = 4000
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
     dict(type='TorchRNGStateHook'),

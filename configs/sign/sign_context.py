@@ -23,11 +23,10 @@ model = dict(
         'context33_cagnet_fasttext_word2vec.npz'))
 log_processor = dict(by_epoch=False)
 
-# the authors' Context plan: 10k iterations of transfer
-stages = [
-    dict(name='train', iters=40000),
-    dict(name='transfer', iters=10000, mode='alternate'),
-]
+# the authors' Context plan: 10k iterations of transfer, 7k of
+# self-training (appended by sign_context_{st,ast}.py)
+stages = [_base_.stages[0], dict(_base_.stages[1], iters=10000)]
+self_train_iters = 7000
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
     dict(type='TorchRNGStateHook'),

@@ -3,9 +3,9 @@
 _base_ = ['./sign_context.py']
 
 stages = [
-    dict(name='train', iters=40000),
-    dict(name='transfer', iters=10000, mode='alternate'),
-    dict(name='self_train', iters=7000, mode='ST', top_p=75.0),
+    *_base_.stages,
+    dict(name='self_train', iters=_base_.self_train_iters, mode='ST',
+         top_p=75.0),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

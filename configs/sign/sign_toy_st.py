@@ -3,9 +3,9 @@
 _base_ = ['./sign_toy.py']
 
 stages = [
-    dict(name='train', iters=600),
-    dict(name='transfer', iters=200, mode='alternate', block_iters=25),
-    dict(name='self_train', iters=200, mode='ST', top_p=75.0),
+    *_base_.stages[:2],
+    dict(name='self_train', iters=_base_.self_train_iters, mode='ST',
+         top_p=75.0),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

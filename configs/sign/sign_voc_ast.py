@@ -2,9 +2,9 @@
 _base_ = ['./sign_voc.py']
 
 stages = [
-    dict(name='train', iters=40000),
-    dict(name='transfer', iters=6000, mode='alternate'),
-    dict(name='self_train', iters=6000, mode='AST', temperature=2.0),
+    *_base_.stages,
+    dict(name='self_train', iters=_base_.self_train_iters, mode='AST',
+         temperature=2.0),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),

@@ -1,6 +1,7 @@
 """Every shipped config parses; SIGN models build and run a step of each
 stage (the toy ones on real toy embeddings, the big ones on a random table
 of the right classes)."""
+import ast
 import glob
 import os.path as osp
 
@@ -204,7 +205,6 @@ def test_paper_configs_hold_the_authors_recipe(dataset, rate, unseen_share,
 def config_file_assignments(path):
     """The top-level names a config file itself assigns, with the literal
     value of its ``_base_`` (a list of files)."""
-    import ast
     with open(path) as f:
         tree = ast.parse(f.read())
     names, bases = set(), None
@@ -275,3 +275,26 @@ def test_toy_and_paper_schedules_have_the_same_structure():
         # and both plans start with training, then transfer
         assert [s['name'] for s in toy.custom_hooks[0]['stages']][:2] == \
             [s['name'] for s in paper.custom_hooks[0]['stages']][:2]
+
+
+def test_stage_lengths_have_one_home():
+    """Only a schedule base writes the train stage; every other config
+    builds its plan on its parent's (``_base_.stages``), so a stage length
+    (e.g. Context's 10k of transfer) is written in one file."""
+    restating = []
+    for path in CONFIGS:
+        if '/_base_/schedules/' in path:
+            continue
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, ast.Call) and any(
+                    k.arg == 'name' and isinstance(k.value, ast.Constant)
+                    and k.value.value == 'train' for k in node.keywords):
+                restating.append(osp.relpath(path, REPO))
+    assert not restating, restating
+    # and the plans still read as before: Context ST = 40k + 10k + 7k
+    ctx = Config.fromfile(osp.join(REPO, 'configs', 'baselines',
+                                   'zs3net_context_st.py'))
+    assert [(s['name'], s['iters'], s.get('mode'))
+            for s in ctx.custom_hooks[0]['stages']] == [
+        ('train', 40000, None), ('transfer', 10000, 'classifier'),
+        ('self_train', 7000, 'ST')]

@@ -16,6 +16,9 @@
 # bfloat16 kernels (AVX-512 / AMX). The toy's fp32 / bf16 / fp16 parity:
 # docs/toy_results.md ("Mixed precision").
 train_iters, transfer_iters = 40000, 6000
+# the self-training stage that the + ST / + AST configs append (read there
+# as _base_.self_train_iters; the authors' VOC length)
+self_train_iters = 6000
 stages = [
     dict(name='train', iters=train_iters),
     dict(name='transfer', iters=transfer_iters, mode='alternate'),

@@ -11,9 +11,10 @@
 # long as it and SIGNStageHook makes each optimizer's schedulers span the
 # stage that steps it, so a child
 # config (or --cfg-options custom_hooks.0.stages.0.iters=N) changes only the
-# plan. The variables below are read in this file only: a child that
-# redefines `train_iters` or `stages` changes nothing here, it gives a new
-# `custom_hooks` (configs/sign/sign_toy_st.py).
+# plan. A child builds its plan from this one (`_base_.stages`,
+# `_base_.self_train_iters`) and gives a new `custom_hooks`
+# (configs/sign/sign_toy_st.py); redefining `train_iters` in a child
+# changes nothing here.
 train_iters, transfer_iters, self_train_iters = 600, 200, 200
 stages = [
     dict(name='train', iters=train_iters),  # E, SIM (ce + kld); C + D; G

@@ -4,9 +4,9 @@
 _base_ = ['../sign_toy_transfer-only.py']
 model = dict(decode_head=dict(gen_unseen_rate=4 / 3))
 stages = [
-    dict(name='train', iters=600),
-    dict(name='transfer', iters=200, mode='classifier', real_weight=1.0,
-         synth_weight=1.0),
+    _base_.stages[0],
+    dict(name='transfer', iters=_base_.stages[1].iters, mode='classifier',
+         real_weight=1.0, synth_weight=1.0),
 ]
 custom_hooks = [
     dict(type='SIGNStageHook', stages=stages),
