@@ -68,6 +68,8 @@ def main():
                         help='with --sweep: mIoU against the value')
     parser.add_argument('--jobs', type=int, default=1,
                         help='runs trained at once')
+    parser.add_argument('--metric', default='hIoU', choices=KEYS,
+                        help='of the per-data-seed table')
     parser.add_argument('--work-dir', default='work_dirs/toy_table')
     parser.add_argument('--out', default=None, help='also write the table')
     parser.add_argument('--picture', default=None, metavar='PNG',
@@ -129,9 +131,10 @@ def main():
                 for s in stage_ends(c)}
     lines = table(results, rows, args.data_seeds, args.seeds)
     if len(args.data_seeds) > 1:
-        lines += ['', 'Harmonic mIoU per toy data seed (mean ± std over the '
+        lines += ['', f'{args.metric} per toy data seed (mean ± std over the '
                   'training seeds):', '', *table_by_data_seed(
-                      results, rows, args.data_seeds, args.seeds)]
+                      results, rows, args.data_seeds, args.seeds,
+                      args.metric)]
     if args.picture:
         labels = {target: label for label, target in rows.items()}
         models = []
