@@ -1,36 +1,38 @@
 """Shipped configs on the built-in toy data, over training seeds and toy
-data seeds, as one markdown table (docs/toy_results.md).
+data seeds, as markdown tables (docs/toy_results.md).
 
     python tools/toy_table.py configs/baselines/spnet_toy.py \\
-        configs/sign/sign_toy.py --seeds 0 1 2 --data-seeds 0 1 2 \\
-        [--rows 'SIGN + AST=sign_toy@self_train' ...] [--amp-dtype bfloat16] \\
-        [--cfg-options KEY=VALUE ...] [--tag NAME] [--jobs 2] \\
+        configs/sign/sign_toy.py --seeds 0 1 2 --data-seeds 0 1 2 --jobs 2 \\
+        [--rows 'SIGN + AST=sign_toy@self_train' ...] [--metric mIoU_seen] \\
+        [--amp-dtype bfloat16] [--cfg-options KEY=VALUE ... [--tag NAME]] \\
+        [--sweep KEY=V1,V2,... [--plot PNG]] [--picture PNG] \\
         [--work-dir work_dirs/toy_table] [--out table.md]
 
 Each config runs once per (data seed, training seed) with tools/train.py
 on ``make_toy_dataset(val_size=(96, 96), seed=DATA_SEED)`` (50 test images
 of 96×96, larger than the 64×64 training crops, as in the paper's PE
-study). A row is a config after one of its stages (the validation at the
-stage's end; a config without a stage plan: its last validation), named
-``STEM@STAGE`` or by ``--rows LABEL=STEM@STAGE`` (which also orders them);
-with ``--amp-dtype DTYPE`` (tools/train.py's) the stem is ``STEM+DTYPE``.
-``--cfg-options`` go to every run (e.g. a shorter plan for a rehearsal);
-``--tag NAME`` names such runs ``STEM+NAME`` (a temperature curve: one tag
-per value, one work dir). ``--sweep KEY=V1,V2,...`` runs each config at
-each value (tags ``LEAFV``, e.g. ``temperature2``; the config's own value is
-its untagged runs), one row per value after the last stage, and ``--plot
-PNG`` draws seen / unseen / harmonic mIoU against the value (mean ± std):
+study). Each run's metrics go to ``WORK_DIR/results.json`` as it ends; runs
+already there are skipped, so a command can be repeated or extended.
 
-    python tools/toy_table.py configs/sign/sign_toy.py --jobs 2 \\
-        --sweep custom_hooks.0.stages.2.temperature=0.05,0.2,2,20 \\
-        --plot ast_temperature.png
-
-``--jobs N`` trains N runs at once, each with
-``OMP_NUM_THREADS`` = cores / N (unless set): on 2 cores two one-thread
-runs finish in about the time of one two-thread run (24 s vs 23 s for a
-200-iteration toy run). Each run's metrics go to ``WORK_DIR/results.json``
-as it ends; runs already there are skipped, so the command can be repeated
-or extended.
+* Rows: a config after one of its stages (the validation at the stage's
+  end; without a stage plan, its last validation), named ``STEM@STAGE`` or
+  by ``--rows LABEL=STEM@STAGE`` (which also orders them); mean ± std over
+  the runs. With several data seeds a second table gives ``--metric``
+  (harmonic mIoU by default) per data seed.
+* ``--amp-dtype DTYPE`` (tools/train.py's) names the runs ``STEM+DTYPE``;
+  ``--cfg-options`` go to every run, and ``--tag NAME`` names such runs
+  ``STEM+NAME`` so that they do not pass for the config's own.
+* ``--sweep KEY=V1,V2,...`` runs each config at each value (tags
+  ``LEAFV``, e.g. ``temperature2``; the config's own value is its untagged
+  runs), a row per value after the last stage; ``--plot PNG`` draws seen /
+  unseen / harmonic mIoU against the value (mean ± std), e.g.
+  ``--sweep custom_hooks.0.stages.2.temperature=0.05,0.2,2,20``.
+* ``--picture PNG``: each config's final predictions next to the ground
+  truth (first data seed and training seed).
+* ``--jobs N`` trains N runs at once, each with ``OMP_NUM_THREADS`` =
+  cores / N (unless set): on 2 cores two one-thread runs finish in about
+  the time of one two-thread run (24 s vs 23 s for a 200-iteration toy
+  run), so the table takes half as long.
 """
 import argparse
 import json

@@ -35,6 +35,9 @@ def test_table_is_mean_and_std_of_the_chosen_runs():
     by_data = table_by_data_seed(results, {'A': ('a', 'transfer')}, [0, 1],
                                  [0, 1])
     assert by_data[2] == '| A | 50.00 ± 10.00 | 90.00 ± 0.00 |'
+    unseen = table_by_data_seed(results, {'A': ('a', 'transfer')}, [0, 1],
+                                [0, 1], 'mIoU_unseen')
+    assert unseen[2] == '| A | 25.00 ± 5.00 | 45.00 ± 0.00 |'
 
 
 def test_param_counts_split_the_sim_from_the_inference_model(tmp_path):
