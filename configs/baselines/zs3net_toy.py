@@ -9,9 +9,9 @@ model = dict(
     neck=dict(
         _delete_=True,
         type='NoisePriorNeck',
-        in_channels=128,
-        channels=64,
-        dilations=(1, 2, 3, 4)),
+        in_channels=_base_.model.neck.in_channels,  # E's ASPP, as SIGN's
+        channels=_base_.model.neck.channels,
+        dilations=_base_.model.neck.dilations),
     decode_head=dict(
         adversarial=False,
         generator=dict(type='PixelMLPGenerator', hidden_channels=(256, ),

@@ -10,9 +10,9 @@ model = dict(
     neck=dict(
         _delete_=True,
         type='NoisePriorNeck',
-        in_channels=2048,
-        channels=600,
-        dilations=(6, 12, 18, 24)),
+        in_channels=_base_.model.neck.in_channels,  # E's ASPP, as SIGN's
+        channels=_base_.model.neck.channels,
+        dilations=_base_.model.neck.dilations),
     decode_head=dict(
         adversarial=False,
         generator=dict(type='PixelMLPGenerator', hidden_channels=(256, ),
