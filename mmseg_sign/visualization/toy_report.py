@@ -87,7 +87,8 @@ def draw_comparison(models, data_cfg, out_file, num_images=4, scale=4,
                     device='cpu'):
     """The first test images, their ground truth and each model's
     prediction side by side (the paper's qualitative figure), unseen
-    classes outlined in white and named in red in the legend.
+    classes outlined in white and named in red in the legend; predictions
+    are drawn on the scored (non-void) pixels.
 
     Args:
         models (list[tuple[str, Config | str, str]]): ``(label, config,
@@ -122,7 +123,9 @@ def draw_comparison(models, data_cfg, out_file, num_images=4, scale=4,
         image = upscale(sample['inputs'].permute(1, 2, 0).numpy()[..., ::-1],
                         scale)
         row = [image]
-        for label in [gt] + row_preds:
+        # predictions where the ground truth is labelled: void (255) pixels
+        # are not scored, and the image shows through there as in the GT
+        for label in [gt] + [np.where(gt == 255, 255, p) for p in row_preds]:
             big = upscale(label, scale)
             drawn_sample = SegDataSample(
                 gt_sem_seg=PixelData(data=big[None].astype(np.int64)))
