@@ -23,9 +23,10 @@ already there are skipped, so a command can be repeated or extended.
   ``--cfg-options`` go to every run, and ``--tag NAME`` names such runs
   ``STEM+NAME`` so that they do not pass for the config's own.
 * ``--sweep KEY=V1,V2,...`` runs each config at each value (tags
-  ``LEAFV``, e.g. ``temperature2``; the config's own value is its untagged
-  runs), a row per value after the last stage; ``--plot PNG`` draws seen /
-  unseen / harmonic mIoU against the value (mean ± std), e.g.
+  ``LEAFV``, e.g. ``temperature2``; the config's own value too, so that a
+  curve's points are trained together), a row per value after the last
+  stage; ``--plot PNG`` draws seen / unseen / harmonic mIoU against the
+  value (mean ± std; a dotted line at the config's value), e.g.
   ``--sweep custom_hooks.0.stages.2.temperature=0.05,0.2,2,20``.
 * ``--picture PNG``: each config's final predictions next to the ground
   truth (first data seed and training seed).
@@ -87,7 +88,7 @@ def main():
     # (config, value, tag, its --cfg-options): one per config, or per
     # config and swept value
     variants = [(c, *point) for c in args.configs for point in (
-        sweep_points(c, args.sweep) if args.sweep else
+        sweep_points(args.sweep) if args.sweep else
         [(None, args.tag, [])])]
     wd = osp.abspath(args.work_dir)
     os.makedirs(wd, exist_ok=True)
@@ -157,8 +158,10 @@ def main():
             stage = list(stage_ends(c))[-1]
             runs = [r for k, r in results.items() if k.split('/', 1) in (
                 [stem_of(c, tag), w] for w in wanted)]
-            for metric in KEYS:
-                curves.setdefault(f'{stem_of(c)} {metric}', {})[value] = [
+            for metric, name in zip(KEYS, ('seen', 'unseen', 'harmonic')):
+                label = f'{name} mIoU' + (f' ({stem_of(c)})'
+                                          if len(args.configs) > 1 else '')
+                curves.setdefault(label, {})[value] = [
                     r[stage][metric] for r in runs]
         own = config_value(args.configs[0], key)
         plot_sweep(curves, leaf, args.plot,

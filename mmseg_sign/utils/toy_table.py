@@ -235,18 +235,19 @@ def config_value(cfg_path: str, key: str):
     return node
 
 
-def sweep_points(cfg_path: str, spec: str) -> list:
-    """The runs of a sweep ``KEY=V1,V2,...`` over one config: a tag and
-    the ``--cfg-options`` item for each value; the config's own value keeps
-    the untagged stem (its runs are the config's, not repeated).
+def sweep_points(spec: str) -> list:
+    """The runs of a sweep ``KEY=V1,V2,...``: a tag and the
+    ``--cfg-options`` item for each value. Every value gets its own runs,
+    the config's own value included, so that the points of a curve are
+    trained together, under the same settings (the thread count changes a
+    run's floating-point sums).
 
     Args:
-        cfg_path (str): the config.
         spec (str): e.g. ``'custom_hooks.0.stages.2.temperature=0.1,2'``.
 
     Returns:
-        list[tuple[float, str | None, list[str]]]: ``(value, tag,
-        cfg_options)``, tags like ``'temperature2'``.
+        list[tuple[float, str, list[str]]]: ``(value, tag, cfg_options)``,
+        tags like ``'temperature2'``.
 
     Raises:
         ValueError: a spec without ``=``, values or numbers.
@@ -255,7 +256,6 @@ def sweep_points(cfg_path: str, spec: str) -> list:
     if not key or not values:
         raise ValueError(f'--sweep {spec!r}: write KEY=V1,V2,... (e.g. '
                          'custom_hooks.0.stages.2.temperature=0.1,1,10)')
-    own = config_value(cfg_path, key)
     leaf = key.rsplit('.', 1)[-1]
     points = []
     for text in values.split(','):
@@ -264,9 +264,7 @@ def sweep_points(cfg_path: str, spec: str) -> list:
         except ValueError:
             raise ValueError(f'--sweep {spec!r}: {text!r} is not a number '
                              '(a sweep is plotted against its values)')
-        same = own == value or str(own) == text
-        points.append((value, None if same else f'{leaf}{text}',
-                       [] if same else [f'{key}={text}']))
+        points.append((value, f'{leaf}{text}', [f'{key}={text}']))
     return points
 
 

@@ -88,18 +88,19 @@ def test_runner_records_every_stage_and_draws(tmp_path):
 pytestmark = pytest.mark.filterwarnings('ignore')
 
 
-def test_sweep_points_keep_the_configs_own_value_untagged():
+def test_sweep_points_tag_every_value():
     from mmseg_sign.utils.toy_table import config_value, sweep_points
     cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
     key = 'custom_hooks.0.stages.2.temperature'
     assert config_value(cfg, key) == 0.2
     assert config_value(cfg, 'custom_hooks.0.stages.7.temperature') is None
-    assert sweep_points(cfg, f'{key}=0.2,5') == [
-        (0.2, None, []), (5.0, 'temperature5', [f'{key}=5'])]
+    assert sweep_points(f'{key}=0.2,5') == [
+        (0.2, 'temperature0.2', [f'{key}=0.2']),
+        (5.0, 'temperature5', [f'{key}=5'])]
     with pytest.raises(ValueError, match='KEY=V1,V2'):
-        sweep_points(cfg, key)
+        sweep_points(key)
     with pytest.raises(ValueError, match="'high' is not a number"):
-        sweep_points(cfg, f'{key}=1,high')
+        sweep_points(f'{key}=1,high')
 
 
 def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
@@ -117,9 +118,11 @@ def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((wd / 'results.json').read_text())
-    assert set(results) == {'sign_toy/5/0', 'sign_toy+temperature5/5/0'}
+    assert set(results) == {'sign_toy+temperature0.2/5/0',
+                            'sign_toy+temperature5/5/0'}
     # each run was trained with its value (the config each run dumped)
-    for stem, value in (('sign_toy', 0.2), ('sign_toy+temperature5', 5)):
+    for stem, value in (('sign_toy+temperature0.2', 0.2),
+                        ('sign_toy+temperature5', 5)):
         dumped = Config.fromfile(wd / f'{stem}_data5_seed0' / 'sign_toy.py')
         assert dumped.custom_hooks[0].stages[2].temperature == value
     assert '| sign_toy@self_train temperature=0.2 | 1 |' in out.stdout
@@ -127,7 +130,7 @@ def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
     assert (tmp_path / 'curve.png').stat().st_size > 0
     # --jobs 2: the two runs overlapped (start: the run's timestamp dir)
     spans = []
-    for stem in ('sign_toy', 'sign_toy+temperature5'):
+    for stem in ('sign_toy+temperature0.2', 'sign_toy+temperature5'):
         run_dir = wd / f'{stem}_data5_seed0'
         stamp = next(p.name for p in run_dir.iterdir() if p.is_dir())
         start = datetime.strptime(stamp, '%Y%m%d_%H%M%S').timestamp()
