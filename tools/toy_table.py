@@ -39,15 +39,14 @@ import argparse
 import json
 import os
 import os.path as osp
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from mmengine.config import Config
 
 from mmseg_sign.utils.atomic import atomic_write
-from mmseg_sign.utils.toy_table import (KEYS, config_value, row_stem, run,
+from mmseg_sign.utils.toy_table import (KEYS, config_value, row_stem,
                                         stage_ends, sweep_points, table,
-                                        table_by_data_seed, toy_data)
+                                        table_by_data_seed, train_runs)
 from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
 
 
@@ -87,36 +86,21 @@ def main():
         c, args.amp_dtype, tag)
     # (config, value, tag, its --cfg-options): one per config, or per
     # config and swept value
-    variants = [(c, *point) for c in args.configs for point in (
-        sweep_points(args.sweep) if args.sweep else
-        [(None, args.tag, [])])]
+    try:
+        points = sweep_points(args.sweep) if args.sweep else [
+            (None, args.tag, [])]
+    except ValueError as e:
+        parser.error(str(e))
+    variants = [(c, *point) for c in args.configs for point in points]
     wd = osp.abspath(args.work_dir)
     os.makedirs(wd, exist_ok=True)
     path = osp.join(wd, 'results.json')
     results = json.load(open(path)) if osp.exists(path) else {}
-    todo = [(v, d, s) for d in args.data_seeds for s in args.seeds
-            for v in variants
-            if f'{stem_of(v[0], v[2])}/{d}/{s}' not in results]
-    for data_seed in args.data_seeds:  # made once, before runs share it
-        toy_data(wd, data_seed)
-    threads = None
-    if args.jobs > 1 and 'OMP_NUM_THREADS' not in os.environ:
-        threads = max(1, (os.cpu_count() or 1) // args.jobs)
-    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = {pool.submit(run, c, wd, d, s, args.amp_dtype,
-                               [*args.cfg_options, *options], tag, threads):
-                   f'{stem_of(c, tag)}/{d}/{s}'
-                   for (c, _, tag, options), d, s in todo}
-        failed = []
-        for future in as_completed(futures):
-            name = futures[future]
-            if future.exception() is not None:
-                failed.append(f'{name}: {future.exception()}')
-                continue
-            results[name] = future.result()
-            text = json.dumps(results, indent=1)
-            atomic_write(path, lambda tmp: Path(tmp).write_text(text))
-            print(name, json.dumps(results[name]), flush=True)
+    todo = [(c, tag, [*args.cfg_options, *options], d, s)
+            for d in args.data_seeds for s in args.seeds
+            for c, _, tag, options in variants
+            if f'{stem_of(c, tag)}/{d}/{s}' not in results]
+    failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs)
     if failed:  # the other runs are kept: a repeated command skips them
         raise SystemExit('\n'.join(['runs failed:', *failed]))
     if args.rows:

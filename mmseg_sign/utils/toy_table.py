@@ -1,11 +1,14 @@
 """Toy tables: shipped configs trained with tools/train.py on the built-in
 toy data over training seeds and toy data seeds, and the markdown table of
 their mean ± std (``tools/toy_table.py``, docs/toy_results.md)."""
+import json
 import os
 import os.path as osp
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -13,6 +16,7 @@ from mmengine.config import Config
 
 from ..datasets.toy_data import make_toy_dataset
 from ..structures.stage_plan import StagePlan
+from .atomic import atomic_write
 from .logs import logged_records
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -154,6 +158,48 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
         record = records[end if end is not None else max(records)]
         out[stage] = {k: record[k] for k in KEYS}
     return out
+
+
+def train_runs(todo, wd: str, results: dict, amp_dtype=None,
+               jobs: int = 1) -> list:
+    """Trains runs ``jobs`` at a time (each with ``OMP_NUM_THREADS`` =
+    cores / jobs unless set), adding each to ``results`` and writing
+    ``WD/results.json`` as it ends.
+
+    Args:
+        todo (Sequence[tuple]): ``(config, tag, cfg_options, data_seed,
+            seed)`` per run.
+        wd (str): the table's work dir.
+        results (dict): ``{STEM/DATA_SEED/SEED: run}``, updated in place.
+        amp_dtype (str, optional): :func:`train`'s.
+        jobs (int): runs at once.
+
+    Returns:
+        list[str]: ``'NAME: error'`` of each run that failed (the others
+        are kept).
+    """
+    for data_seed in sorted({t[3] for t in todo}):
+        toy_data(wd, data_seed)  # made once, before runs share it
+    threads = None
+    if jobs > 1 and 'OMP_NUM_THREADS' not in os.environ:
+        threads = max(1, (os.cpu_count() or 1) // jobs)
+    path = osp.join(wd, 'results.json')
+    failed = []
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        futures = {pool.submit(run, c, wd, d, s, amp_dtype, options, tag,
+                               threads):
+                   f'{row_stem(c, amp_dtype, tag)}/{d}/{s}'
+                   for c, tag, options, d, s in todo}
+        for future in as_completed(futures):
+            name = futures[future]
+            if future.exception() is not None:
+                failed.append(f'{name}: {future.exception()}')
+                continue
+            results[name] = future.result()
+            text = json.dumps(results, indent=1)
+            atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+            print(name, json.dumps(results[name]), flush=True)
+    return failed
 
 
 def row_stem(cfg_path: str, amp_dtype=None, tag=None) -> str:
