@@ -23,7 +23,7 @@ from mmengine.runner import Runner
 
 import mmseg_sign  # noqa: F401
 from mmseg.registry import RUNNERS
-from mmseg_sign.engine.hooks.sign_stage_hook import check_max_iters_option
+from mmseg_sign.engine.runner import check_config_run_length
 from mmseg_sign.engine.schedulers import check_param_scheduler
 from mmseg_sign.utils import enable_amp, use_gloo_without_cuda
 from mmseg_sign.utils.cli import add_runner_args, parse_runner_args
@@ -65,7 +65,7 @@ def main():
     if args.cfg_options is not None:
         cfg.merge_from_dict(args.cfg_options)
     try:
-        check_max_iters_option(cfg, args.cfg_options)
+        check_config_run_length(cfg)
         check_param_scheduler(cfg)
     except ValueError as err:
         raise SystemExit(f'tools/train.py: error: {err}') from None

@@ -7,7 +7,6 @@ from mmengine.hooks import Hook
 from mmengine.logging import print_log
 
 from mmseg.registry import HOOKS
-from ..runner.stage_plan_loop import check_run_length
 from ...structures.stage_plan import StagePlan, required_optim_wrappers
 from ..schedulers import respan
 from .runner_state import is_resuming, unwrap_model
@@ -165,22 +164,3 @@ class SIGNStageHook(Hook):
         for key in list(scalars):
             if key.startswith('train/') and not key.endswith(('lr', 'time')):
                 del scalars[key]
-
-
-def check_max_iters_option(cfg, cfg_options=None) -> None:
-    """A ``train_cfg.max_iters`` (in the config or ``--cfg-options``) that
-    disagrees with the config's SIGN stage plan, before the Runner is
-    built (the training loop checks it again for every other entry point).
-
-    Args:
-        cfg (Config): the config, ``--cfg-options`` merged.
-        cfg_options (dict, optional): unused (kept for callers).
-
-    Raises:
-        ValueError: from :func:`~mmseg_sign.engine.runner.check_run_length`.
-    """
-    found = StagePlan.from_config(cfg)
-    if found is None:
-        return
-    train_cfg = cfg.get('train_cfg') or {}
-    check_run_length(train_cfg.get('max_iters'), found[1], found[0])

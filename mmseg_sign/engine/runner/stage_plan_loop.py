@@ -38,6 +38,23 @@ def check_run_length(max_iters: Optional[int], plan: StagePlan,
     return total
 
 
+def check_config_run_length(cfg) -> None:
+    """A ``train_cfg.max_iters`` (in the config or ``--cfg-options``) that
+    disagrees with the config's SIGN stage plan, before the Runner is
+    built (the loop checks it again for every other entry point).
+
+    Args:
+        cfg (Config): the config, ``--cfg-options`` merged.
+
+    Raises:
+        ValueError: from :func:`check_run_length`.
+    """
+    found = StagePlan.from_config(cfg)
+    if found is not None:
+        train_cfg = cfg.get('train_cfg') or {}
+        check_run_length(train_cfg.get('max_iters'), found[1], found[0])
+
+
 @LOOPS.register_module()
 class StagePlanTrainLoop(IterBasedTrainLoop):
     """mmengine's ``IterBasedTrainLoop`` whose length is the sum of the
@@ -53,9 +70,9 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
 
     def __init__(self, runner, dataloader, max_iters: Optional[int] = None,
                  **kwargs):
-        plans = [(i, h.plan) for i, h in enumerate(runner.hooks)
-                 if hasattr(h, 'plan')]
-        if not plans:
+        plan = next((h.plan for h in runner.hooks if hasattr(h, 'plan')),
+                    None)
+        if plan is None:
             raise ValueError(
                 'StagePlanTrainLoop runs as long as the SIGN stage plan, '
                 "but the run has no SIGNStageHook: add custom_hooks=[dict("
@@ -63,5 +80,5 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
                 "train_cfg=dict(type='IterBasedTrainLoop', max_iters=N).")
         found = StagePlan.from_config(runner.cfg)
         index = found[0] if found else 0
-        total = check_run_length(max_iters, plans[0][1], index)
+        total = check_run_length(max_iters, plan, index)
         super().__init__(runner, dataloader, max_iters=total, **kwargs)
