@@ -326,3 +326,28 @@ def test_checkpoint_write_failure_keeps_the_previous(workspace, sign_run):
     run_tool(['train.py', cfg, '--work-dir', str(wd), '--resume'],
              workspace)
     assert_same_weights(wd / 'iter_10.pth', osp.join(wd_ref, 'iter_10.pth'))
+
+
+def test_sign_resume_with_moved_rng_states(workspace, sign_run):
+    """--resume from a checkpoint whose generator states are no longer CPU
+    byte tensors (as mmengine's load onto a GPU leaves them: there a CUDA
+    byte tensor; here cast to int64, the same TypeError from
+    torch.set_rng_state before the fix) and which holds a GPU run's CUDA
+    state: the CPU state is restored as bytes, the CUDA one is skipped with
+    a log line on this GPU-less machine, and the run ends with the
+    uninterrupted run's weights."""
+    cfg, wd, _ = sign_run
+    wd2 = workspace / 'wd_sign_moved_rng'
+    wd2.mkdir()
+    ckpt = torch.load(osp.join(wd, 'iter_5.pth'), map_location='cpu',
+                      weights_only=False)
+    state = ckpt['torch_rng_state']
+    state['cpu'] = state['cpu'].to(torch.int64)
+    state['cuda'] = [torch.get_rng_state()[:16].clone()]  # a GPU run's
+    torch.save(ckpt, wd2 / 'iter_5.pth')
+    (wd2 / 'last_checkpoint').write_text(str(wd2 / 'iter_5.pth'))
+    out = run_tool(['train.py', cfg, '--work-dir', str(wd2), '--resume'],
+                   workspace)
+    assert 'resumed at 6' in out
+    assert 'the CPU generator is restored, the CUDA one is not' in out
+    assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))

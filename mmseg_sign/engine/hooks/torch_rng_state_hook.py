@@ -3,6 +3,7 @@ same ``z``, dropout masks and pixel samples as an uninterrupted one."""
 import torch
 from mmengine.dist import all_gather, get_rank, get_world_size
 from mmengine.hooks import Hook
+from mmengine.logging import print_log
 from torch.utils.data import DataLoader
 
 from mmseg.registry import HOOKS
@@ -11,6 +12,40 @@ from mmseg.registry import HOOKS
 # through the Runner's private attributes on purpose: its public properties
 # would build a loop that is still a config (a test loop during training)
 _LOOPS = ('_train_loop', '_val_loop', '_test_loop')
+
+
+def as_rng_state(state, name: str = 'RNG state') -> torch.Tensor:
+    """``state`` as ``torch.set_rng_state`` / ``torch.cuda.set_rng_state``
+    take it: a contiguous CPU ``uint8`` tensor, whatever loading did to it.
+
+    mmengine's ``--resume`` loads a checkpoint onto the run's device
+    (``map_location`` = the GPU), which turns a saved generator state into
+    a CUDA byte tensor, and both setters refuse anything but a CPU
+    ``ByteTensor``. A state cast to another integer dtype (values 0-255)
+    or given as a list / array is converted back too.
+
+    Args:
+        state (Tensor | Sequence[int] | np.ndarray): a saved state.
+        name (str): what the state is, for the error message.
+
+    Returns:
+        Tensor: the state as a contiguous CPU ``uint8`` tensor.
+
+    Raises:
+        ValueError: ``state`` holds values that are not bytes.
+    """
+    t = torch.as_tensor(state.detach() if isinstance(state, torch.Tensor)
+                        else state).cpu()
+    if t.dtype != torch.uint8:
+        if t.is_floating_point() or t.is_complex() or t.numel() and bool(
+                ((t < 0) | (t > 255)).any()):
+            raise ValueError(
+                f'The checkpoint\'s {name} is not a generator state (a byte '
+                f'tensor): it is a {t.dtype} tensor of shape '
+                f'{tuple(t.shape)}. Resume from a checkpoint saved by '
+                'TorchRNGStateHook, or delete its `torch_rng_state` key.')
+        t = t.to(torch.uint8)
+    return t.contiguous()
 
 
 @HOOKS.register_module()
@@ -97,6 +132,17 @@ class TorchRNGStateHook(Hook):
         checkpoint['torch_rng_state'] = state
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        """Restore this rank's CPU and CUDA generator states on
+        ``--resume``, as CPU byte tensors whatever device the checkpoint
+        was loaded to (:func:`as_rng_state`).
+
+        Across devices: the CPU generator is always restored (a CPU run
+        resumed on a GPU, or a GPU run on a CPU, continues the CPU stream
+        exactly); a CUDA state is restored only where the run has as many
+        GPUs (ranks) as the checkpoint. Otherwise the draws the model made
+        on the GPU now come from another generator, so the resumed run is
+        a valid continuation but not bit-identical to an uninterrupted
+        one; the log says so."""
         state = checkpoint.get('torch_rng_state')
         # runner._resume: also set for a Runner built in Python without a
         # config (whose cfg has no `resume`)
@@ -104,16 +150,28 @@ class TorchRNGStateHook(Hook):
             return
         rank, world_size = get_rank(), get_world_size()
         cpu_ranks = state.get('cpu_ranks')
-        if cpu_ranks and len(cpu_ranks) == world_size:
-            torch.set_rng_state(cpu_ranks[rank])
-        else:
-            torch.set_rng_state(state['cpu'])
+        cpu = cpu_ranks[rank] if cpu_ranks and len(cpu_ranks) == \
+            world_size else state['cpu']
+        torch.set_rng_state(as_rng_state(cpu, 'CPU RNG state'))
         cuda_ranks = state.get('cuda_ranks')
-        if cuda_ranks and len(cuda_ranks) == world_size and \
-                torch.cuda.is_available():
-            torch.cuda.set_rng_state(cuda_ranks[rank])
+        cuda_here = torch.cuda.is_available()
+        if cuda_ranks and len(cuda_ranks) == world_size and cuda_here:
+            torch.cuda.set_rng_state(
+                as_rng_state(cuda_ranks[rank], 'CUDA RNG state'))
             return
         cuda = state.get('cuda')
-        if cuda and torch.cuda.is_available() and \
-                len(cuda) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(cuda)
+        if cuda and cuda_here and len(cuda) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(
+                [as_rng_state(s, 'CUDA RNG state') for s in cuda])
+        elif cuda or (cuda_here and world_size == 1):
+            saved = f'{len(cuda)} CUDA generator state(s)' if cuda else \
+                'no CUDA generator state (a CPU run)'
+            here = f'{torch.cuda.device_count()} GPU(s)' if cuda_here \
+                else 'no GPU'
+            print_log(
+                f'TorchRNGStateHook: the checkpoint holds {saved}, this run '
+                f'has {here}: the CPU generator is restored, the CUDA one '
+                'is not; the run continues correctly but its random draws '
+                'on the GPU (z, dropout, pixel samples) differ from an '
+                'uninterrupted run (bit-exact resume needs the same '
+                'device kind).', logger='current')
