@@ -7,6 +7,7 @@ from torch.distributions import Normal, kl_divergence as torch_kl
 
 from mmseg_sign.models.losses import (adversarial_loss, annealed_weights,
                                       gaussian_mmd, kl_divergence)
+from mmseg_sign.models.losses.sign_losses import squared_distances
 
 
 def naive_mmd(x, y, sigmas):
@@ -29,6 +30,44 @@ def test_gaussian_mmd_matches_double_loop(sigmas):
     got = gaussian_mmd(x, y, sigmas).item()
     assert got == pytest.approx(naive_mmd(x, y, sigmas), rel=1e-9)
     assert gaussian_mmd(x, x, sigmas).item() == pytest.approx(0, abs=1e-12)
+
+
+def naive_mmd_autograd(x, y, sigmas):
+    """MMD² from explicit pairwise differences (no matrix-product form):
+    an independent autograd reference for gradients."""
+    xy = torch.cat([x, y])
+    d2 = (xy[:, None] - xy[None]).pow(2).sum(-1)
+    k = sum(torch.exp(-d2 / (2 * s * s)) for s in sigmas)
+    n = len(x)
+    return k[:n, :n].mean() + k[n:, n:].mean() - 2 * k[:n, n:].mean()
+
+
+def test_squared_distances_match_pairwise_differences():
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(30, 6, generator=g, dtype=torch.float64)
+    y = torch.rand(4, 6, generator=g, dtype=torch.float64)
+    y[0] = x[3]  # a zero distance
+    want = (x[:, None] - y[None]).pow(2).sum(-1)
+    got = squared_distances(x, y)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    assert float(got.min()) >= 0
+
+
+@pytest.mark.parametrize('n', [3, 20])  # below / above cdist's 25 rows
+def test_gaussian_mmd_gradient_with_coincident_features(n):
+    """Generated features equal to real ones (zero distances, where
+    cdist's square root has no derivative): the gradient is finite and
+    equals the pairwise-difference reference's."""
+    g = torch.Generator().manual_seed(2)
+    x = torch.rand(n, 5, generator=g, dtype=torch.float64)
+    y = x.clone()
+    y[1:] += 0.3 * torch.rand(n - 1, 5, generator=g, dtype=torch.float64)
+    sigmas = (2**0.5, 20**0.5)
+    ya, yb = y.clone().requires_grad_(), y.clone().requires_grad_()
+    gaussian_mmd(x, ya, sigmas).backward()
+    naive_mmd_autograd(x, yb, sigmas).backward()
+    assert torch.isfinite(ya.grad).all()
+    torch.testing.assert_close(ya.grad, yb.grad, rtol=1e-7, atol=1e-10)
 
 
 def test_gaussian_mmd_empty_is_zero():

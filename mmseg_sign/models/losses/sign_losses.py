@@ -8,6 +8,28 @@ import torch.nn.functional as F
 from .precision import float32_op
 
 
+def squared_distances(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``‖x_i − y_j‖²`` ``[N, M]`` for ``x [N, D]``, ``y [M, D]``, as
+    ``‖x‖² + ‖y‖² − 2·x·yᵀ`` clamped at 0: one matrix product and
+    element-wise terms, the same on every device, whose gradient is
+    defined everywhere. ``torch.cdist(x, y).pow(2)`` (used before) takes
+    the square root and squares it again, and picks a device- and
+    size-dependent kernel (its own CUDA / CPU kernels up to 25 rows, the
+    matrix-product form above that) whose backward must special-case a
+    zero distance (docs/gpu.md).
+
+    Args:
+        x (Tensor): ``[N, D]``.
+        y (Tensor): ``[M, D]``.
+
+    Returns:
+        Tensor: ``[N, M]``, ≥ 0.
+    """
+    sq = (x.pow(2).sum(1)[:, None] + y.pow(2).sum(1)[None, :] -
+          2 * x @ y.T)
+    return sq.clamp(min=0)
+
+
 # float32: MMD² is a small difference of kernel means that half precision
 # rounds away, and exp(-d²/2s²) underflows float16 (autocast's own lists
 # differ: exp runs in float32 on CUDA, in the input's dtype on a CPU)
@@ -31,7 +53,7 @@ def gaussian_mmd(x: torch.Tensor, y: torch.Tensor,
     if x.numel() == 0 or y.numel() == 0:
         return x.new_zeros(()) + 0 * y.sum()
     xy = torch.cat([x, y], dim=0)
-    sq = torch.cdist(xy, xy).pow(2)
+    sq = squared_distances(xy, xy)
     kernel = sum(torch.exp(-sq / (2 * s * s)) for s in sigmas)
     n = x.shape[0]
     return (kernel[:n, :n].mean() + kernel[n:, n:].mean() -
