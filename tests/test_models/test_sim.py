@@ -128,6 +128,27 @@ def test_self_attention_matches_explicit_softmax_attention():
     torch.testing.assert_close(enc(x), want, rtol=1e-5, atol=1e-5)
 
 
+def test_head_padding_of_the_gpu_path_changes_nothing():
+    """The zero-padding of q, k, v to a head size divisible by 8 (taken
+    on a GPU for the paper's 600 / 8 = 75) gives the unpadded output and
+    gradients, checked here on the CPU in float64 (docs/gpu.md)."""
+    from mmseg_sign.models.necks.sim_encoders import SelfAttentionEncoder
+    torch.manual_seed(0)
+    enc = SelfAttentionEncoder(6, 12, num_heads=2).double()  # head size 6
+    x = torch.randn(2, 6, 3, 5, dtype=torch.float64)
+    outs, grads = [], []
+    for pad in (False, True):
+        enc.pad_heads = pad
+        enc.zero_grad()
+        out = enc(x)
+        out.pow(2).sum().backward()
+        outs.append(out)
+        grads.append([p.grad.clone() for p in enc.parameters()])
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-12, atol=1e-12)
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
 def test_multi_level_input_and_argument_errors():
     """in_index list + 'resize_concat' fuses backbone levels (as mmseg's
     heads); unknown arguments and bad indices are clear errors."""

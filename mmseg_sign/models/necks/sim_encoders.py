@@ -3,6 +3,8 @@
 Each maps ``concat(x, PE)`` ``[B, C + P, H, W]`` to ``[B, C, H, W]``; the
 SIM adds the result to ``x`` (residual).
 """
+from typing import Optional
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -62,8 +64,11 @@ class SelfAttentionEncoder(nn.Module):
     """
 
     def __init__(self, in_channels: int, channels: int, num_heads: int = 8,
-                 ffn_ratio: float = 2.0, dropout: float = 0.0, **kwargs):
+                 ffn_ratio: float = 2.0, dropout: float = 0.0,
+                 pad_heads: Optional[bool] = None, **kwargs):
         super().__init__()
+        # None: pad the head size to a multiple of 8 off the CPU (below)
+        self.pad_heads = pad_heads
         if channels % num_heads:
             raise ValueError(f'SIM channels ({channels}) must be divisible '
                              f'by num_heads ({num_heads}).')
@@ -103,7 +108,8 @@ class SelfAttentionEncoder(nn.Module):
         # kernel, which builds the (HW)×(HW) matrix. The CPU flash kernel
         # takes any head size (padding would only add work there).
         head_dim, pad = q.shape[-1], -q.shape[-1] % 8
-        if pad and q.device.type != 'cpu':
+        if pad and (self.pad_heads if self.pad_heads is not None else
+                    q.device.type != 'cpu'):
             q, k, v = (F.pad(t, (0, pad)) for t in (q, k, v))
         attn = F.scaled_dot_product_attention(
             q, k, v, dropout_p=self.dropout if self.training else 0.0,
