@@ -65,19 +65,28 @@ def tf32_allowed(enabled: bool) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def pinned_randomness(seed: int) -> Iterator[None]:
-    """Every random draw SIGN's training makes, drawn from one CPU
-    generator in float64 (in call order) and moved to the caller's device
-    and dtype: ``torch.randn_like`` (the SIM's ``z``), ``torch.randn``
-    (transfer's ``z ~ N(0, I)``), ``torch.randperm`` (MMD pixel samples),
-    ``torch.multinomial`` (transfer's sampled labels) and
-    ``F.dropout`` (masks drawn here, then ``x · mask / (1 - p)``). Two
-    settings that call them in the same order get the same numbers.
+def pinned_randomness(seed: Optional[int] = None,
+                      draw_dtype: Optional[torch.dtype] = torch.float64
+                      ) -> Iterator[None]:
+    """Every random draw SIGN's training makes, drawn from a CPU generator
+    (in call order) and moved to the caller's device and dtype:
+    ``torch.randn_like`` (the SIM's ``z``), ``torch.randn`` (transfer's
+    ``z ~ N(0, I)``), ``torch.randperm`` (MMD pixel samples),
+    ``torch.multinomial`` (transfer's sampled labels) and ``F.dropout``
+    (the mask drawn here, then ``x · mask / (1 − p)``). Two devices that
+    call them in the same order get the same numbers.
 
     Args:
-        seed (int): the CPU generator's seed.
+        seed (int, optional): a private generator's seed; None: torch's
+            global CPU generator.
+        draw_dtype (torch.dtype, optional): draw normals and dropout masks
+            in this dtype, then cast (float64: the same numbers for every
+            dtype, the parity harness); None: in the caller's dtype, which
+            on a CPU draws exactly what the unpatched functions draw
+            (``CPURandomnessHook``).
     """
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.default_generator if seed is None else \
+        torch.Generator().manual_seed(seed)
     saved = dict(randn_like=torch.randn_like, randn=torch.randn,
                  randperm=torch.randperm, multinomial=torch.multinomial,
                  dropout=F.dropout)
@@ -85,8 +94,19 @@ def pinned_randomness(seed: int) -> Iterator[None]:
     orig_multinomial = saved['multinomial']
 
     def normal(shape, device, dtype):
-        return orig_randn(*shape, generator=gen, dtype=torch.float64).to(
-            device=device, dtype=dtype or torch.get_default_dtype())
+        dtype = dtype or torch.get_default_dtype()
+        return orig_randn(*shape, generator=gen, dtype=draw_dtype or dtype
+                          ).to(device=device, dtype=dtype)
+
+    def own(fn, name):
+        """``fn`` for draws from torch's generators; a call that passes
+        its own ``generator`` (a sampler's) goes to torch's function."""
+        def call(*args, **kwargs):
+            if kwargs.get('generator') is not None:
+                return saved[name](*args, **kwargs)
+            kwargs.pop('generator', None)
+            return fn(*args, **kwargs)
+        return call
 
     def randn_like(t, *, dtype=None, device=None, **kwargs):
         return normal(t.shape, device or t.device, dtype or t.dtype)
@@ -96,23 +116,30 @@ def pinned_randomness(seed: int) -> Iterator[None]:
             size = tuple(size[0])
         return normal(size, device, dtype)
 
-    def randperm(n, *, device=None, **kwargs):
-        return orig_randperm(n, generator=gen).to(device)
+    def randperm(n, *, device=None, dtype=torch.int64, **kwargs):
+        return orig_randperm(n, generator=gen, dtype=dtype).to(device)
 
     def multinomial(probs, num_samples, replacement=False, **kwargs):
-        return orig_multinomial(probs.detach().double().cpu(), num_samples,
-                                replacement, generator=gen).to(probs.device)
+        device = probs.device
+        probs = probs.detach().cpu()
+        if draw_dtype is not None:
+            probs = probs.to(draw_dtype)
+        return orig_multinomial(probs, num_samples, replacement,
+                                generator=gen).to(device)
 
     def dropout(x, p=0.5, training=True, inplace=False):
         if not training or p == 0:
             return x
-        keep = torch.rand(*x.shape, generator=gen, dtype=torch.float64)
-        keep = (keep >= p).to(x.device, x.dtype)
-        return x * keep / (1 - p)
+        # as ATen's CPU dropout: empty_like(x).bernoulli_(1 - p) / (1 - p)
+        keep = torch.empty(x.shape, dtype=draw_dtype or x.dtype).bernoulli_(
+            1 - p, generator=gen).div_(1 - p)
+        return x * keep.to(x.device, x.dtype)
 
-    torch.randn_like, torch.randn, torch.randperm = randn_like, randn, \
-        randperm
-    torch.multinomial, F.dropout = multinomial, dropout
+    torch.randn_like = own(randn_like, 'randn_like')
+    torch.randn, torch.randperm = own(randn, 'randn'), own(randperm,
+                                                           'randperm')
+    torch.multinomial = own(multinomial, 'multinomial')
+    F.dropout = dropout
     try:
         yield
     finally:
@@ -360,10 +387,19 @@ def fixed_weights(cfg, metainfo: dict, checkpoint: Optional[str] = None,
     Returns:
         dict: a CPU state dict.
     """
+    import logging
+
+    from mmengine.logging import MMLogger
     from mmengine.runner import load_checkpoint
     torch.manual_seed(seed)
     model = build_model(cfg, metainfo)
-    model.init_weights()
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    logger.setLevel(logging.WARNING)  # not the per-parameter init log
+    try:
+        model.init_weights()
+    finally:
+        logger.setLevel(level)
     if checkpoint:
         load_checkpoint(model, checkpoint, map_location='cpu', strict=True)
     return {k: v.detach().clone() for k, v in model.state_dict().items()}

@@ -351,3 +351,17 @@ def test_sign_resume_with_moved_rng_states(workspace, sign_run):
     assert 'resumed at 6' in out
     assert 'the CPU generator is restored, the CUDA one is not' in out
     assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))
+
+
+def test_cpu_randomness_hook_changes_nothing_on_a_cpu(workspace, sign_run):
+    """CPURandomnessHook (docs/gpu.md: a GPU run initialised and drawing on
+    the CPU, as a CPU run of its seed) replays the CPU's own draws: on a
+    CPU the run ends with the same weights to the bit."""
+    cfg, wd, _ = sign_run
+    cfg2 = write_config(
+        workspace / 'sign_cpu_draws.py', 'configs/sign/sign_toy.py',
+        SIGN_SHORT + REAL_LOADERS +
+        "custom_hooks = custom_hooks + [dict(type='CPURandomnessHook')]\n")
+    wd2 = workspace / 'wd_sign_cpu_draws'
+    run_tool(['train.py', cfg2, '--work-dir', str(wd2)], workspace)
+    assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))

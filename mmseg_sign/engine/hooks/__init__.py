@@ -1,4 +1,5 @@
 from .class_split_hook import ClassSplitHook
+from .cpu_randomness_hook import CPURandomnessHook
 from .dry_run import DryRunHook
 from .resume_check_hook import ResumeCheckHook
 from .self_training_teacher_hook import SelfTrainingTeacherHook
@@ -12,5 +13,6 @@ from .work_dir_lock_hook import WorkDirLockHook
 __all__ = [
     'SIGNStageHook', 'ClassSplitHook', 'ResumeCheckHook',
     'SelfTrainingTeacherHook', 'DryRunHook', 'StrictCheckpointHook',
-    'CheckpointMismatchError', 'checkpoint_mismatches', 'TorchRNGStateHook', 'WorkDirLockHook'
+    'CheckpointMismatchError', 'checkpoint_mismatches', 'TorchRNGStateHook',
+    'WorkDirLockHook', 'CPURandomnessHook'
 ]
