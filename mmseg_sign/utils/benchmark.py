@@ -248,8 +248,27 @@ def benchmark_models(cfg, device: str, amp_dtype, crop):
                 num_classes=num, unseen=unseen)
 
 
+def count_iteration(fn) -> tuple:
+    """ATen operator calls and FLOPs (``torch.utils.flop_counter``: matrix
+    products and convolutions, forward and backward) of one call of
+    ``fn``.
+
+    Args:
+        fn (Callable): one training iteration.
+
+    Returns:
+        tuple: ``(operator calls, FLOPs)``.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .op_audit import OpCounter
+    with FlopCounterMode(display=False) as flops, OpCounter() as ops:
+        fn()
+    return sum(ops.counts.values()), flops.get_total_flops()
+
+
 def measure_training(cfg, models: dict, batch, batch_size: int, device: str,
-                     warmup: int, repeats: int):
+                     warmup: int, repeats: int, counts: dict = None):
     """Seconds per training iteration of the baseline and of every SIGN
     stage (with the config's stage options).
 
@@ -261,6 +280,8 @@ def measure_training(cfg, models: dict, batch, batch_size: int, device: str,
         device (str): where it runs.
         warmup (int): iterations before measuring.
         repeats (int): measured iterations.
+        counts (dict, optional): filled with ``{row name: (operator
+            calls, FLOPs)}`` of one more iteration (:func:`count_iteration`).
 
     Returns:
         tuple: ``rows`` (``(name, s / iter, images / s, peak bytes)``),
@@ -275,6 +296,9 @@ def measure_training(cfg, models: dict, batch, batch_size: int, device: str,
                          warmup, repeats)
         rows.append((name, sec, batch_size / sec, mem))
         print(f'  measured {name}: {sec:.3f} s', flush=True)
+        if counts is not None:
+            counts[name] = count_iteration(lambda: model.train_step(batch,
+                                                                    ow))
         return sec
 
     t_base = train_row('baseline: train iteration', models['baseline'],
@@ -347,6 +371,17 @@ def measure_inference(models: dict, sizes, device: str, amp_dtype,
                   f'{result[name][0]:.3f} s', flush=True)
         infer.append((size, result))
     return infer
+
+
+def print_counts(counts: dict) -> None:
+    """The operator calls and FLOPs of each training iteration, each as a
+    ratio to the baseline's (the first row)."""
+    (_, (base_ops, base_flops)), = list(counts.items())[:1]
+    print('| training iteration | ATen operator calls | × baseline | '
+          'GFLOPs (fwd + bwd) | × baseline |\n|---|---|---|---|---|')
+    for name, (ops, flops) in counts.items():
+        print(f'| {name} | {ops} | {ops / base_ops:.2f} | {flops / 1e9:.2f} '
+              f'| {flops / max(base_flops, 1):.2f} |')
 
 
 def print_tables(rows, infer, times, t_base) -> None:

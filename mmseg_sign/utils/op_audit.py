@@ -42,7 +42,9 @@ KINDS = [
 ]
 
 
-class _OpCounter(TorchDispatchMode):
+class OpCounter(TorchDispatchMode):
+    """Counts the ATen operators called inside it (``counts``)."""
+
     def __init__(self):
         super().__init__()
         self.counts = Counter()
@@ -99,7 +101,7 @@ def step_operators(cfg, state_dict: dict, batch: dict,
         cfg, state_dict, batch, 'cpu', torch.float32)
     out = {}
     for label, stage, opts, stage_iter in steps:
-        with _OpCounter() as counter:
+        with OpCounter() as counter:
             record_step(model, wrappers, label, stage, opts, stage_iter,
                         inputs, samples)
         out[label] = counter.counts

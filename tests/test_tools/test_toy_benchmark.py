@@ -94,3 +94,17 @@ def test_self_training_keeps_what_a_weak_teacher_gave(tmp_path):
     # the same teacher (same seed and plan up to the stage)
     assert seen['ignored'][0] == transfer, seen
     assert seen['ignored'][1] < 0.5 * transfer, seen
+
+
+def test_count_iteration_by_hand():
+    """benchmark.py --count: a linear layer's forward + backward is three
+    matrix products of 2·N·I·O FLOPs each (output, input and weight
+    gradients), and every ATen call is counted."""
+    import torch
+
+    from mmseg_sign.utils.benchmark import count_iteration
+    lin = torch.nn.Linear(6, 5, bias=False)
+    x = torch.randn(4, 6, requires_grad=True)
+    calls, flops = count_iteration(lambda: lin(x).sum().backward())
+    assert flops == 3 * 2 * 4 * 6 * 5
+    assert calls >= 4  # mm forward, sum, its backward, two mm backward

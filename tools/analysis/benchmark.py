@@ -20,6 +20,11 @@ the classifier C on top and no SIM / G / D (``EncoderDecoder`` +
 ``DeepLabV2ASPP`` neck + ``FCNHead`` with no convs), and prints the table
 with the ratios SIGN / baseline. Random images and labels (no dataset
 needed); the backbone is randomly initialised (``pretrained=None``).
+``--count`` adds, per training row, the ATen operator calls of one
+iteration and its FLOPs (``torch.utils.flop_counter``, convolutions and
+matrix products, forward + backward), each as a ratio to the baseline's:
+the launch count a GPU pays for and the compute floor it can approach
+(docs/benchmark.md).
 """
 import argparse
 
@@ -30,8 +35,8 @@ import mmseg_sign  # noqa: F401
 from mmseg.utils import register_all_modules
 from mmseg_sign.engine.optim_wrappers import check_amp_dtype
 from mmseg_sign.utils.benchmark import (benchmark_models, measure_inference,
-                                        measure_training, print_tables,
-                                        random_batch)
+                                        measure_training, print_counts,
+                                        print_tables, random_batch)
 
 
 def parse_args():
@@ -52,6 +57,9 @@ def parse_args():
     parser.add_argument('--warmup', type=int, default=1)
     parser.add_argument('--repeats', type=int, default=3)
     parser.add_argument('--threads', type=int, default=None)
+    parser.add_argument('--count', action='store_true',
+                        help='also count the ATen operator calls and FLOPs '
+                        'of one iteration of each training row')
     parser.add_argument('--profile', action='store_true',
                         help='print torch.profiler\'s top operators of a '
                         'SIGN train iteration')
@@ -95,14 +103,17 @@ def main():
     models = benchmark_models(cfg, device, amp_dtype, args.crop)
     batch = random_batch(args.batch_size, args.crop, models['num_classes'],
                          models['unseen'])
+    counts = {} if args.count else None
     rows, times, t_base = measure_training(
         cfg, models, batch, args.batch_size, device, args.warmup,
-        args.repeats)
+        args.repeats, counts)
     if args.profile:
         profile(models['sign'], models['sign_ow'], batch, device)
     infer = measure_inference(models, args.sizes, device, amp_dtype,
                               args.warmup, args.repeats)
     print_tables(rows, infer, times, t_base)
+    if counts:
+        print_counts(counts)
 
 
 if __name__ == '__main__':

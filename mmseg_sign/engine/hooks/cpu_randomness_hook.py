@@ -56,3 +56,5 @@ class CPURandomnessHook(Hook):
         if self._pinned is not None:
             self._pinned.__exit__(None, None, None)
             self._pinned = None
+
+    after_run = after_train  # also when training stopped on an error
