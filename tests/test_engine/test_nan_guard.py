@@ -91,9 +91,11 @@ def test_huge_learning_rate_stops_at_the_first_nan_loss(workspace):
 def test_embedding_table_scaled_by_1e30_stops_before_a_nan_checkpoint(
         workspace):
     """A class-embedding table scaled by 1e30 (the loader accepts it: it
-    is finite) and a linear G output: iteration 1's losses are finite but
-    their gradients overflow, so the step writes NaN into G. Training
-    stops in that iteration: no checkpoint at all."""
+    is finite) and a linear G output: G's features of ~1e30 overflow the
+    MMD's squared distances (‖x‖² > float32's 3.4e38: inf − inf) in
+    iteration 1, whose loss_mmd is NaN (with ``torch.cdist`` before issue
+    31 the loss stayed finite and the gradients overflowed into G's
+    weights). Training stops in that iteration: no checkpoint at all."""
     from mmseg_sign.embeddings import (load_class_embeddings,
                                        save_class_embeddings)
     src = str(workspace / 'data' / 'toy' / 'class_embeddings.npz')
@@ -106,10 +108,8 @@ def test_embedding_table_scaled_by_1e30_stops_before_a_nan_checkpoint(
                         'model.decode_head.generator_out_act=None')
     assert rc != 0, err[-3000:]
     msg = err[err.index('FloatingPointError'):]
-    assert 'Non-finite weights after the optimizer step' in msg
+    assert 'Non-finite loss' in msg and 'loss_mmd = nan' in msg
     assert "SIGN stage 'train', iteration 1 of the stage" in msg
-    assert 'loss_mmd = ' in msg and 'loss_adv_g = ' in msg
-    assert 'decode_head.generator.0.weight' in msg
     assert 'class-embedding table with a large scale' in msg
     assert saved_iters(wd) == []
 
