@@ -109,3 +109,45 @@ def test_annealed_weights_formula():
     assert tiny[0] == 1.0 and tiny[1:].max() < 1e-30
     with pytest.raises(ValueError):
         annealed_weights(p, 0.0)
+
+
+def per_class_mmd(real, fake, labels, variances, estimator):
+    """The per-class loop of eq. 5 (the code before issue 32) on
+    :func:`gaussian_mmd`: an independent reference for the batched loss."""
+    sigmas = [v**0.5 for v in variances]
+    classes = labels.unique()
+    terms = [gaussian_mmd(real[labels == c], fake[labels == c], sigmas)
+             for c in classes]
+    if estimator == 'released':
+        return sum((0.5 * t).clamp(min=1e-12).sqrt()
+                   for t in terms) / len(classes)
+    return sum(terms)
+
+
+@pytest.mark.parametrize('estimator', ['squared', 'released'])
+@pytest.mark.parametrize('group_pixels', [1024, 7, 1])  # 1, 3, 5 groups
+def test_class_mmd_loss_batched_equals_per_class(estimator, group_pixels):
+    from mmseg_sign.models.generators import class_mmd_loss
+    g = torch.Generator().manual_seed(4)
+    labels = torch.tensor([3, 3, 0, 7, 3, 0, 9, 7, 7, 3, 12])
+    real = torch.rand(11, 5, generator=g, dtype=torch.float64)
+    fake = torch.rand(11, 5, generator=g, dtype=torch.float64)
+    fake[2] = real[2]  # a zero distance
+    variances = (2, 5, 20)
+    fa, fb = fake.clone().requires_grad_(), fake.clone().requires_grad_()
+    got = class_mmd_loss(real, fa, labels, variances, estimator,
+                         group_pixels=group_pixels)
+    want = per_class_mmd(real, fb, labels, variances, estimator)
+    assert float(got) == pytest.approx(float(want), rel=1e-10)
+    got.backward()
+    want.backward()
+    torch.testing.assert_close(fa.grad, fb.grad, rtol=1e-9, atol=1e-12)
+
+
+def test_class_mmd_loss_without_pixels_is_zero_with_a_graph():
+    from mmseg_sign.models.generators import class_mmd_loss
+    fake = torch.rand(0, 4, requires_grad=True)
+    out = class_mmd_loss(torch.rand(0, 4), fake, torch.zeros(0).long(),
+                         (2, ))
+    out.backward()
+    assert out.item() == 0.0 and fake.grad is not None

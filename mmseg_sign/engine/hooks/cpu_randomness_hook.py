@@ -20,9 +20,9 @@ class CPURandomnessHook(Hook):
     the CUDA generator); here the weights are initialised on the CPU in
     ``before_run`` (which runs before mmengine's own call, then a no-op
     for an initialised model) and moved back. The draws go through
-    :func:`mmseg_sign.utils.parity.pinned_randomness` from ``before_train``
-    to ``after_train``. Slower on a GPU (every draw crosses the bus): for
-    checks, not for training runs.
+    :func:`mmseg_sign.utils.random_draws.pinned_randomness` from
+    ``before_train`` to ``after_train``. Slower on a GPU (every draw
+    crosses the bus): for checks, not for training runs.
 
     Config: ``custom_hooks = [..., dict(type='CPURandomnessHook')]``.
 
@@ -48,7 +48,7 @@ class CPURandomnessHook(Hook):
 
     def before_train(self, runner) -> None:
         if self.draws and self._pinned is None:
-            from mmseg_sign.utils.parity import pinned_randomness
+            from mmseg_sign.utils.random_draws import pinned_randomness
             self._pinned = pinned_randomness(None, draw_dtype=None)
             self._pinned.__enter__()
 

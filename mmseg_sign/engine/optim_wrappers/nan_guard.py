@@ -64,12 +64,12 @@ def check_finite_update(model: torch.nn.Module, optim_wrapper: OptimWrapper,
     if not names and not params:
         return
     device = (log_vars[names[0]] if names else params[0]).device
-    values = [log_vars[k].detach().float().reshape(()) for k in names]
-    if params:
-        values.append(torch.stack([
-            n.float().to(device) for n in _l1_norms(
-                [p.detach() for p in params])]).sum())
-    values = torch.stack(values)
+    with torch.no_grad():  # reads only: no detach() per tensor
+        values = [log_vars[k].float().reshape(()) for k in names]
+        if params:
+            values.append(torch.stack([
+                n.float().to(device) for n in _l1_norms(params)]).sum())
+        values = torch.stack(values)
     if bool(values.isfinite().all()):
         return
     values = values.tolist()
