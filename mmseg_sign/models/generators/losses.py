@@ -3,11 +3,9 @@ on."""
 from typing import Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from ..losses import float32_op
-from ..losses.sign_losses import squared_distances
 
 MMD_ESTIMATORS = ('squared', 'released')
 
@@ -16,7 +14,7 @@ MMD_ESTIMATORS = ('squared', 'released')
 def class_mmd_loss(real: Tensor, fake: Tensor, labels: Tensor,
                    kernel_variances: Sequence[float],
                    estimator: str = 'squared',
-                   group_pixels: int = 1024) -> Tensor:
+                   max_entries: int = 2**23) -> Tensor:
     """MMD between real and generated pixel features ``[N, C]`` of each
     class in ``labels [N]``, with Gaussian kernels ``exp(-d² / (2v))``
     summed over the *variances* ``v``. ``estimator='squared'``: the biased
@@ -25,15 +23,14 @@ def class_mmd_loss(real: Tensor, fake: Tensor, labels: Tensor,
     (the released code, docs/reproduction.md). 0 (with a graph to ``fake``)
     without pixels.
 
-    All classes at once (issue 32: a few kernels instead of a few per
-    class): one kernel matrix over the real and generated pixels of a
-    group of classes, and each class's ``Σ k(r, r') + Σ k(f, f') −
-    2 Σ k(r, f)`` as ``((K · S) ⊙ S).sum(0)`` with ``S`` the pixels'
-    one-hot classes signed +1 (real) / −1 (generated): cross-class entries
-    get weight 0. Classes are grouped so that a group has at most
-    ``group_pixels`` pixels (the matrix is ``(2·pixels)²``); a class with
-    more is a group alone. Equal to :func:`gaussian_mmd` per class up to
-    float rounding (tested).
+    The classes are batched (issue 32: a few kernels for all classes, not a
+    few per class): each class's real and generated pixels are padded to
+    the largest class's count ``P`` in a ``[K, 2P, C]`` tensor, one batched
+    product gives every class's ``[2P, 2P]`` squared distances, and each
+    class's ``Σ k(r, r') + Σ k(f, f') − 2 Σ k(r, f)`` is ``wᵀ K w`` with
+    ``w`` = +1 (real), −1 (generated), 0 (padding). At most
+    ``max_entries`` kernel entries at once (classes in chunks). Equal to
+    :func:`gaussian_mmd` per class up to float rounding (tested).
 
     Args:
         real (Tensor): real features ``[N, C]``.
@@ -41,7 +38,7 @@ def class_mmd_loss(real: Tensor, fake: Tensor, labels: Tensor,
         labels (Tensor): the pixels' classes ``[N]``.
         kernel_variances (Sequence[float]): the kernels' variances ``v``.
         estimator (str): ``'squared'`` or ``'released'``.
-        group_pixels (int): the most pixels in one kernel matrix.
+        max_entries (int): the most kernel-matrix entries at once.
 
     Returns:
         Tensor: the scalar loss.
@@ -52,41 +49,40 @@ def class_mmd_loss(real: Tensor, fake: Tensor, labels: Tensor,
     loss = fake.new_zeros(()) + 0 * fake.sum()
     if labels.numel() == 0:
         return loss
-    classes, inverse, counts = labels.unique(return_inverse=True,
-                                             return_counts=True)
-    signed = F.one_hot(inverse, len(classes)).to(real.dtype)  # [N, K]
-    signed = torch.cat([signed, -signed])  # [2N, K]: real +1, fake −1
-    xy = torch.cat([real, fake])  # [2N, C]
+    xy, weights, counts = _padded_by_class(real, fake, labels)
+    per_chunk = max(1, max_entries // xy.shape[1]**2)
     mmd2 = []
-    for group in _class_groups(counts.tolist(), group_pixels):
-        if len(group) == len(classes):
-            gxy, gs = xy, signed
-        else:
-            keep = torch.isin(inverse, inverse.new_tensor(group))
-            gxy, gs = xy[torch.cat([keep, keep])], \
-                signed[torch.cat([keep, keep])][:, group]
-        sq = squared_distances(gxy, gxy)
+    for i in range(0, xy.shape[0], per_chunk):
+        x, w = xy[i:i + per_chunk], weights[i:i + per_chunk, :, None]
+        sq = (x.pow(2).sum(-1, keepdim=True) + x.pow(2).sum(-1)[:, None] -
+              2 * x @ x.transpose(1, 2)).clamp(min=0)  # [k, 2P, 2P]
         kernel = sum(torch.exp(sq * (-0.5 / v)) for v in kernel_variances)
-        mmd2.append(((kernel @ gs) * gs).sum(0))
+        mmd2.append((w.transpose(1, 2) @ kernel @ w).flatten())
     mmd2 = torch.cat(mmd2) / counts.to(real.dtype).pow(2)  # [K]
     if estimator == 'released':
         # sqrt(½·MMD²), mean over classes; clamped: d sqrt at 0
-        return loss + (0.5 * mmd2).clamp(min=1e-12).sqrt().sum() / len(
-            classes)
+        return loss + (0.5 * mmd2).clamp(min=1e-12).sqrt().mean()
     return loss + mmd2.sum()
 
 
-def _class_groups(counts: list, group_pixels: int) -> list:
-    """Consecutive class indices in groups of at most ``group_pixels``
-    pixels (``counts``: pixels per class; a larger class alone)."""
-    groups, current, size = [], [], 0
-    for k, n in enumerate(counts):
-        if current and size + n > group_pixels:
-            groups.append(current)
-            current, size = [], 0
-        current.append(k)
-        size += n
-    return groups + [current]
+def _padded_by_class(real: Tensor, fake: Tensor, labels: Tensor) -> tuple:
+    """``([K, 2P, C] real then generated pixels of each class, zero-padded
+    to the largest count P; [K, 2P] weights +1 / −1 / 0 (padding);
+    [K] counts)`` for the K classes in ``labels``."""
+    classes, inverse, counts = labels.unique(return_inverse=True,
+                                             return_counts=True)
+    order = inverse.argsort(stable=True)
+    cls = inverse[order]
+    starts = counts.cumsum(0) - counts
+    slot = torch.arange(len(order), device=labels.device) - starts[cls]
+    k, p, c = len(classes), int(counts.max()), real.shape[1]
+    xy = real.new_zeros(k, 2 * p, c)
+    xy = xy.index_put((cls, slot), real[order]).index_put(
+        (cls, slot + p), fake[order])
+    weights = real.new_zeros(k, 2 * p).index_put(
+        (cls, slot), real.new_ones(())).index_put(
+        (cls, slot + p), real.new_full((), -1.0))
+    return xy, weights, counts
 
 
 def sample_per_class(labels: Tensor, max_pixels: int,
