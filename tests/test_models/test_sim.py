@@ -128,6 +128,39 @@ def test_self_attention_matches_explicit_softmax_attention():
     torch.testing.assert_close(enc(x), want, rtol=1e-5, atol=1e-5)
 
 
+def test_key_pooled_attention_matches_explicit_pooled_softmax():
+    """encoder_cfg.key_pool=2 (large inputs, docs/benchmark.md): keys and
+    values are those of the 2×2 means of the normalised map (partial
+    windows at the border: the mean of what is inside), queries every
+    position; against the attention written out."""
+    from mmseg_sign.models.necks.sim_encoders import SelfAttentionEncoder
+    torch.manual_seed(0)
+    enc = SelfAttentionEncoder(6, 8, num_heads=2, key_pool=2).double()
+    x = torch.randn(2, 6, 3, 5, dtype=torch.float64)
+    h = enc.in_proj(x)
+    n = enc.norm1(h)
+    pooled = torch.stack([torch.stack([
+        n[:, :, i:i + 2, j:j + 2].mean((2, 3)) for j in range(0, 5, 2)], -1)
+        for i in range(0, 3, 2)], -2)  # [2, 8, 2, 3]
+    qkv_w, qkv_b = enc.qkv.weight[:, :, 0, 0], enc.qkv.bias
+
+    def heads(t):  # [B, 8, L] -> [B, 2, L, 4]
+        return t.reshape(2, 2, 4, -1).transpose(-1, -2)
+
+    q = heads(torch.einsum('oc,bcl->bol', qkv_w[:8], n.flatten(2)) +
+              qkv_b[:8, None])
+    k = heads(torch.einsum('oc,bcl->bol', qkv_w[8:16], pooled.flatten(2)) +
+              qkv_b[8:16, None])
+    v = heads(torch.einsum('oc,bcl->bol', qkv_w[16:], pooled.flatten(2)) +
+              qkv_b[16:, None])
+    attn = torch.softmax(q @ k.transpose(-1, -2) / 2, -1) @ v  # d = 4
+    h2 = h + enc.out_proj(attn.transpose(-1, -2).reshape(2, 8, 3, 5))
+    want = h2 + enc.ffn(enc.norm2(h2))
+    torch.testing.assert_close(enc(x), want, rtol=1e-10, atol=1e-10)
+    with pytest.raises(ValueError, match='key_pool must be an integer'):
+        SelfAttentionEncoder(6, 8, key_pool=0)
+
+
 def test_head_padding_of_the_gpu_path_changes_nothing():
     """The zero-padding of q, k, v to a head size divisible by 8 (taken
     on a GPU for the paper's 600 / 8 = 75) gives the unpadded output and

@@ -29,7 +29,7 @@ the launch count a GPU pays for and the compute floor it can approach
 import argparse
 
 import torch
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
 
 import mmseg_sign  # noqa: F401
 from mmseg.utils import register_all_modules
@@ -57,6 +57,9 @@ def parse_args():
     parser.add_argument('--warmup', type=int, default=1)
     parser.add_argument('--repeats', type=int, default=3)
     parser.add_argument('--threads', type=int, default=None)
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override config settings, e.g. '
+                        'model.neck.encoder_cfg.key_pool=4')
     parser.add_argument('--count', action='store_true',
                         help='also count the ATen operator calls and FLOPs '
                         'of one iteration of each training row')
@@ -92,6 +95,8 @@ def main():
         torch.set_num_threads(args.threads)
     register_all_modules()
     cfg = Config.fromfile(args.config)
+    if args.cfg_options:
+        cfg.merge_from_dict(args.cfg_options)
     device = args.device
     amp_dtype = check_amp_dtype(device, args.amp_dtype) \
         if args.amp or args.amp_dtype else None

@@ -65,8 +65,15 @@ class SelfAttentionEncoder(nn.Module):
 
     def __init__(self, in_channels: int, channels: int, num_heads: int = 8,
                  ffn_ratio: float = 2.0, dropout: float = 0.0,
-                 pad_heads: Optional[bool] = None, **kwargs):
+                 pad_heads: Optional[bool] = None, key_pool: int = 1,
+                 **kwargs):
         super().__init__()
+        if not isinstance(key_pool, int) or key_pool < 1:
+            raise ValueError('SIM encoder_cfg.key_pool must be an integer '
+                             f'>= 1 (1: global attention), got {key_pool!r}.')
+        # > 1: keys and values from the map average-pooled by key_pool
+        # (ceil), so attention costs HW·HW/key_pool² (docs/benchmark.md)
+        self.key_pool = key_pool
         # None: pad the head size to a multiple of 8 off the CPU (below)
         self.pad_heads = pad_heads
         if channels % num_heads:
@@ -85,7 +92,9 @@ class SelfAttentionEncoder(nn.Module):
         self.norm2 = nn.GroupNorm(1, channels)
 
     def attention_inputs(self, h: torch.Tensor):
-        """``q, k, v`` ``[B, heads, HW, C/heads]`` from ``h [B, C, H, W]``.
+        """``q, k, v`` ``[B, heads, HW, C/heads]`` from ``h [B, C, H, W]``
+        (``k, v``: ``[B, heads, ⌈H/p⌉·⌈W/p⌉, C/heads]`` with ``key_pool``
+        p > 1).
 
         Each is made contiguous: with a strided last dimension PyTorch falls
         back to the math kernel, which builds the (HW)×(HW) matrix (34 GiB
@@ -94,9 +103,19 @@ class SelfAttentionEncoder(nn.Module):
         tokens, 8 heads: 47.6 s and 18.8 GB → 3.0 s and 0.16 GB).
         """
         b, c, height, width = h.shape
-        qkv = self.qkv(h).reshape(b, 3, self.num_heads, c // self.num_heads,
-                                  height * width)
-        return [t.transpose(-1, -2).contiguous() for t in qkv.unbind(1)]
+        heads = (self.num_heads, c // self.num_heads)
+        if self.key_pool == 1:
+            qkv = self.qkv(h).reshape(b, 3, *heads, height * width)
+            return [t.transpose(-1, -2).contiguous() for t in qkv.unbind(1)]
+        # the 1×1 projection commutes with average pooling: k, v of the
+        # pooled map are the pooled k, v of the full map
+        w_q, w_kv = self.qkv.weight.split([c, 2 * c])
+        b_q, b_kv = self.qkv.bias.split([c, 2 * c])
+        q = F.conv2d(h, w_q, b_q).reshape(b, *heads, height * width)
+        pooled = F.avg_pool2d(h, self.key_pool, ceil_mode=True)
+        kv = F.conv2d(pooled, w_kv, b_kv).reshape(b, 2, *heads, -1)
+        return [t.transpose(-1, -2).contiguous()
+                for t in (q, *kv.unbind(1))]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.in_proj(x)
