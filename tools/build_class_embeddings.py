@@ -28,6 +28,7 @@ from mmseg_sign.embeddings import (CLIP_FORMAT, WORD_VECTOR_FORMATS,
                                    save_class_embeddings)
 from mmseg_sign.embeddings.sources import (  # noqa: F401 (the tool's API)
     DATASETS, dataset_classes, parse_source, read_class_file, read_synonyms)
+from mmseg_sign.utils.atomic import check_output_file
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
@@ -87,6 +88,13 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     sources = [parse_source(spec) for spec in args.source]
+    try:  # never onto what it reads (a word-vector file, the class list)
+        check_output_file(args.out, {
+            **{f'source {s["path"]}': s['path'] for s in sources},
+            'class list': args.classes, 'synonyms file': args.synonyms,
+            'CLIP templates file': args.clip_templates}, 'classes.npz')
+    except ValueError as err:
+        sys.exit(f'error: {err}')
     try:
         if args.dataset:
             names = list(dataset_classes(args.dataset))

@@ -17,6 +17,7 @@ from mmseg_sign.engine.hooks import (CheckpointMismatchError,
                                      StrictCheckpointHook)
 from mmseg_sign.utils import (UnreadableCheckpointError,
                               UnsafeCheckpointError, use_gloo_without_cuda)
+from mmseg_sign.utils.atomic import check_output_dir, dataset_folders
 from mmseg_sign.utils.cli import add_runner_args, parse_runner_args
 
 
@@ -120,6 +121,16 @@ def main():
         cfg.test_dataloader.dataset.pipeline = cfg.tta_pipeline
         cfg.tta_model.module = cfg.model
         cfg.model = cfg.tta_model
+
+    # never write predictions or drawings into the data it reads
+    for out, example in ((args.out, 'work_dirs/predictions'),
+                         (args.show_dir, 'work_dirs/vis')):
+        if out:
+            try:
+                check_output_dir(out, dataset_folders(
+                    cfg.test_dataloader.get('dataset')), example)
+            except ValueError as err:
+                raise SystemExit(f'tools/test.py: error: {err}') from None
 
     # add output_dir in metric
     if args.out is not None:

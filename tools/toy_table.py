@@ -36,15 +36,15 @@ already there are skipped, so a command can be repeated or extended.
   run), so the table takes half as long.
 """
 import argparse
-import json
 import os
 import os.path as osp
 from pathlib import Path
 
 from mmengine.config import Config
 
-from mmseg_sign.utils.atomic import atomic_write
-from mmseg_sign.utils.toy_table import (KEYS, config_value, row_stem,
+from mmseg_sign.utils.atomic import atomic_write, check_output_file
+from mmseg_sign.utils.toy_table import (KEYS, config_value, read_results,
+                                        row_stem,
                                         stage_ends, sweep_points, table,
                                         table_by_data_seed, train_runs)
 from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
@@ -93,9 +93,21 @@ def main():
         parser.error(str(e))
     variants = [(c, *point) for c in args.configs for point in points]
     wd = osp.abspath(args.work_dir)
-    os.makedirs(wd, exist_ok=True)
     path = osp.join(wd, 'results.json')
-    results = json.load(open(path)) if osp.exists(path) else {}
+    for out, example in ((args.out, 'table.md'), (args.plot, 'curve.png'),
+                         (args.picture, 'predictions.png')):
+        if out:  # never onto what the command reads or keeps
+            try:
+                check_output_file(out, {
+                    **{f'config {c}': c for c in args.configs},
+                    'results file': path}, example)
+            except ValueError as err:
+                parser.error(str(err))
+    os.makedirs(wd, exist_ok=True)
+    try:
+        results = read_results(path)
+    except ValueError as err:
+        parser.error(str(err))
     todo = [(c, tag, [*args.cfg_options, *options], d, s)
             for d in args.data_seeds for s in args.seeds
             for c, _, tag, options in variants

@@ -56,10 +56,25 @@ def same_file(a: str, b: str) -> bool:
         return False
 
 
+def inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or lies under it (real paths).
+
+    Args:
+        path (str): a path (need not exist).
+        folder (str): a folder.
+
+    Returns:
+        bool: whether ``path`` is in ``folder``'s tree.
+    """
+    path, folder = osp.realpath(path), osp.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
 def check_output_file(out: str, inputs: Mapping[str, Optional[str]],
                       example: str) -> None:
     """Refuse an output file that is one of the command's inputs (writing
-    it would replace that file) or a directory, before any work is done.
+    it would replace that file), lies inside an input folder, or is a
+    directory, before any work is done.
 
     Args:
         out (str): the file the command will write.
@@ -76,9 +91,64 @@ def check_output_file(out: str, inputs: Mapping[str, Optional[str]],
                 f'the output {out} is the {what} {path} '
                 f'({osp.realpath(path)}); writing it would replace that '
                 f'file. Give the output another name, e.g. {example}.')
+        if path and osp.isdir(path) and inside(out, path):
+            raise ValueError(
+                f'the output {out} lies inside the {what} {path}, which '
+                'the command reads; writing there would change it. Write '
+                f'elsewhere, e.g. {example}.')
     if osp.isdir(out):
         raise ValueError(f'the output {out} is a directory; give a file '
                          f'name, e.g. {example}.')
+
+
+def check_output_dir(out: str, folders: Mapping[str, Optional[str]],
+                     example: str) -> None:
+    """Refuse an output folder that is, or lies inside, a folder the
+    command reads (e.g. ``tools/test.py --out DATA/SegmentationClass``
+    would write predictions over the ground truth), before any work.
+
+    Args:
+        out (str): the folder the command will write into.
+        folders (Mapping[str, str | None]): ``{what: folder}`` it reads.
+        example (str): a good output folder for the message.
+
+    Raises:
+        ValueError: naming the folder and the fix.
+    """
+    for what, folder in folders.items():
+        if folder and inside(out, folder):
+            raise ValueError(
+                f'the output folder {out} is or lies inside the {what} '
+                f'{folder}, which the command reads; its files could be '
+                f'replaced. Write elsewhere, e.g. {example}.')
+
+
+def dataset_folders(dataset_cfg) -> dict:
+    """``{what: folder}`` of every image / label folder a dataset config
+    reads (``data_root`` joined with each ``data_prefix`` entry; the root
+    itself without one), through wrappers (``dataset=``, ``datasets=``).
+
+    Args:
+        dataset_cfg (dict): a dataset config.
+
+    Returns:
+        dict: e.g. ``{'img_path folder': 'data/toy/JPEGImages', ...}``.
+    """
+    found = {}
+    if not isinstance(dataset_cfg, Mapping):
+        return found
+    for inner in ([dataset_cfg.get('dataset')] +
+                  list(dataset_cfg.get('datasets') or [])):
+        found.update(dataset_folders(inner))
+    root = dataset_cfg.get('data_root')
+    prefixes = {k: v for k, v in (dataset_cfg.get('data_prefix') or
+                                  {}).items() if v}
+    if root is not None or prefixes:
+        for key, prefix in prefixes.items():
+            found[f'dataset {key} folder'] = osp.join(root or '', prefix)
+        if not prefixes and root:
+            found['dataset root'] = root
+    return found
 
 
 def register_atomic_local_backend() -> None:

@@ -1,6 +1,7 @@
 """Toy tables: shipped configs trained with tools/train.py on the built-in
 toy data over training seeds and toy data seeds, and the markdown table of
 their mean ± std (``tools/toy_table.py``, docs/toy_results.md)."""
+import fcntl
 import json
 import os
 import os.path as osp
@@ -160,6 +161,62 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     return out
 
 
+def read_results(path: str) -> dict:
+    """The runs stored in a toy table's ``results.json`` (``{}`` if there
+    is none).
+
+    Args:
+        path (str): the file.
+
+    Returns:
+        dict: ``{STEM/DATA_SEED/SEED: run}``.
+
+    Raises:
+        ValueError: the file is not a results file, naming it and the fix.
+    """
+    if not osp.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            results = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(
+            f'{path} is not a toy-table results file ({err}); it was '
+            'damaged or replaced. Move it away (its runs will be trained '
+            'again) or use another --work-dir.') from None
+    if not isinstance(results, dict):
+        raise ValueError(f'{path} holds a {type(results).__name__}, not the '
+                         'runs of a toy table; move it away or use another '
+                         '--work-dir.')
+    return results
+
+
+def record_run(path: str, name: str, run: dict) -> dict:
+    """Add run ``name`` to the results file ``path`` and return all its
+    runs: under an exclusive lock (``path.lock``), the file is read again,
+    the run added and the file replaced atomically, so toy tables that
+    share a work dir (or their parallel jobs) never drop each other's runs.
+
+    Args:
+        path (str): the table's ``results.json``.
+        name (str): the run's key.
+        run (dict): its result.
+
+    Returns:
+        dict: every run the file holds now.
+    """
+    with open(path + '.lock', 'a') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            results = read_results(path)
+            results[name] = run
+            text = json.dumps(results, indent=1)
+            atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return results
+
+
 def train_runs(todo, wd: str, results: dict, amp_dtype=None,
                jobs: int = 1) -> list:
     """Trains runs ``jobs`` at a time (each with ``OMP_NUM_THREADS`` =
@@ -170,7 +227,8 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
         todo (Sequence[tuple]): ``(config, tag, cfg_options, data_seed,
             seed)`` per run.
         wd (str): the table's work dir.
-        results (dict): ``{STEM/DATA_SEED/SEED: run}``, updated in place.
+        results (dict): ``{STEM/DATA_SEED/SEED: run}``, updated in place
+            (with the runs other processes stored meanwhile, too).
         amp_dtype (str, optional): :func:`train`'s.
         jobs (int): runs at once.
 
@@ -195,9 +253,7 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
             if future.exception() is not None:
                 failed.append(f'{name}: {future.exception()}')
                 continue
-            results[name] = future.result()
-            text = json.dumps(results, indent=1)
-            atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+            results.update(record_run(path, name, future.result()))
             print(name, json.dumps(results[name]), flush=True)
     return failed
 

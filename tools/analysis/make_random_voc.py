@@ -59,10 +59,25 @@ def main(argv=None):
     parser.add_argument('--size', type=int, nargs=2, default=(375, 500),
                         metavar=('H', 'W'), help='image size (VOC-like)')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--force', action='store_true',
+                        help='write into a folder that already holds '
+                        'images, labels or split lists (mixing the random '
+                        'samples into them and replacing aug.txt / val.txt)')
     args = parser.parse_args(argv)
+    folders = ('JPEGImages', 'SegmentationClassAug', 'SegmentationClass',
+               'ImageSets/Segmentation')
+    held = {f: len(os.listdir(osp.join(args.root, f))) for f in folders
+            if osp.isdir(osp.join(args.root, f)) and
+            os.listdir(osp.join(args.root, f))}
+    if held and not args.force:
+        parser.error(
+            f'{args.root} already holds a data set ('
+            + ', '.join(f'{f}: {n} files' for f, n in held.items()) +
+            '): random samples would be mixed into it and its split lists '
+            'aug.txt / val.txt replaced. Give a new folder, e.g. '
+            'data/random_voc/VOC2012, or --force to write into it anyway.')
     rng = np.random.default_rng(args.seed)
-    for folder in ('JPEGImages', 'SegmentationClassAug', 'SegmentationClass',
-                   'ImageSets/Segmentation'):
+    for folder in folders:
         os.makedirs(osp.join(args.root, folder), exist_ok=True)
     splits = dict(
         aug=[f'train_{i:05d}' for i in range(args.num_train)],

@@ -87,6 +87,10 @@ def main(argv=None) -> dict:
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
+    table = cfg.model.get('decode_head', {}).get('class_embeddings')
+    check_output_file(args.out, {'class-embedding table': table
+                                 if isinstance(table, str) else None},
+                      'model.onnx')
     model = load_model(cfg, args.checkpoint)
     shape = tuple(args.shape) if args.shape else default_shape(model)
     export(model, args.out, shape, args.dynamic, args.output, args.opset,

@@ -1,0 +1,130 @@
+"""Issue 34's data-loss cases, each through the user's entry point: no tool
+writes onto, or into, what it reads, and toy tables sharing a work dir keep
+each other's runs. Every refused command leaves its input byte for byte as
+it was and fails before any work."""
+import json
+import os
+import os.path as osp
+import subprocess
+import sys
+
+import pytest
+
+from e2e_utils import REPO, toy_workspace
+from mmseg_sign.utils.toy_table import read_results, record_run
+
+TOY = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
+
+
+def tool(args, cwd):
+    """``(returncode, stdout + stderr)`` of ``tools/<args[0]>``."""
+    env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
+    proc = subprocess.run(
+        [sys.executable, osp.join(REPO, 'tools', args[0]), *args[1:]],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def refused(args, cwd, protected, message):
+    """The command fails with ``message`` and ``protected`` is unchanged."""
+    before = {p: open(p, 'rb').read() for p in protected}
+    rc, out = tool(args, cwd)
+    assert rc != 0, out[-2000:]
+    assert message in out, out[-2000:]
+    for path, data in before.items():
+        assert open(path, 'rb').read() == data, path
+    return out
+
+
+@pytest.fixture(scope='module')
+def ws(tmp_path_factory, toy_root):
+    return toy_workspace(tmp_path_factory, toy_root, 'ws_guard')
+
+
+def test_toy_table_out_onto_its_config_or_results(ws):
+    cfg = ws / 'sign_copy.py'
+    cfg.write_text(open(TOY).read().replace(
+        "'../_base_/", f"'{REPO}/configs/_base_/"))
+    wd = ws / 'table'
+    wd.mkdir()
+    (wd / 'results.json').write_text(json.dumps({'sign_copy/0/0': {}}))
+    common = ['--seeds', '0', '--data-seeds', '0', '--work-dir', str(wd)]
+    refused(['toy_table.py', str(cfg), *common, '--out', str(cfg)], ws,
+            [cfg], 'is the config')
+    refused(['toy_table.py', str(cfg), *common, '--out',
+             str(wd / 'results.json')], ws, [wd / 'results.json'],
+            'is the results file')
+    assert not (wd / 'data0').exists()  # refused before any work
+
+
+def test_toy_table_damaged_results_named(ws):
+    wd = ws / 'table_damaged'
+    wd.mkdir()
+    (wd / 'results.json').write_text('{"sign_toy/0/0": {"transfer"')
+    out = refused(['toy_table.py', TOY, '--seeds', '0', '--data-seeds', '0',
+                   '--work-dir', str(wd)], ws, [wd / 'results.json'],
+                  'is not a toy-table results file')
+    assert 'Traceback' not in out
+
+
+def test_results_writers_keep_each_others_runs(tmp_path):
+    """Two toy tables on one work dir: the second's stale view of the file
+    (read when it started) must not drop the run the first stored since
+    (before: last writer wins)."""
+    path = str(tmp_path / 'results.json')
+    stale = read_results(path)  # process B starts: nothing stored yet
+    record_run(path, 'a/0/0', {'hIoU': 1.0})  # process A stores its run
+    stale.update(record_run(path, 'b/0/0', {'hIoU': 2.0}))  # then B
+    assert read_results(path) == stale == {'a/0/0': {'hIoU': 1.0},
+                                           'b/0/0': {'hIoU': 2.0}}
+
+
+def test_build_class_embeddings_out_onto_a_source(ws):
+    vectors = ws / 'vectors.txt'
+    vectors.write_text('2 3\nkite 0.1 0.2 0.3\nflag 0.3 0.2 0.1\n')
+    classes = ws / 'classes.txt'
+    classes.write_text('kite\nflag\n')
+    refused(['build_class_embeddings.py', '--source', f'{vectors}:word2vec',
+             '--classes', str(classes), '--out', str(vectors)], ws,
+            [vectors], f'is the source {vectors}')
+    refused(['build_class_embeddings.py', '--source', f'{vectors}:word2vec',
+             '--classes', str(classes), '--out', str(classes)], ws,
+            [classes], 'is the class list')
+
+
+def test_onnx_export_out_onto_the_class_table(ws):
+    table = ws / 'data' / 'toy' / 'class_embeddings.npz'
+    ckpt = ws / 'empty.pth'
+    ckpt.write_bytes(b'')
+    refused(['deployment/pytorch2onnx.py', TOY, str(ckpt), '--out',
+             str(table), '--cfg-options',
+             f'model.decode_head.class_embeddings={table}'], ws, [table],
+            'is the class-embedding table')
+
+
+def test_test_tool_out_into_the_ground_truth(ws):
+    ckpt = ws / 'empty.pth'
+    ckpt.write_bytes(b'')
+    labels = ws / 'data' / 'toy' / 'SegmentationClass'
+    first = sorted(labels.iterdir())[0]
+    for flag in ('--out', '--show-dir'):
+        refused(['test.py', TOY, str(ckpt), flag, str(labels)], ws,
+                [first], 'which the command reads')
+    refused(['test.py', TOY, str(ckpt), '--out', str(labels / 'pred')], ws,
+            [first], 'lies inside the dataset seg_map_path folder')
+
+
+def test_make_random_voc_onto_a_real_data_set(tmp_path):
+    root = tmp_path / 'VOC2012'
+    split = root / 'ImageSets' / 'Segmentation'
+    split.mkdir(parents=True)
+    (split / 'val.txt').write_text('2007_000033\n')
+    out = refused(['analysis/make_random_voc.py', str(root), '--num-train',
+                   '2', '--num-val', '1', '--size', '8', '8'], tmp_path,
+                  [split / 'val.txt'], 'already holds a data set')
+    assert 'ImageSets/Segmentation: 1 files' in out and '--force' in out
+    rc, out = tool(['analysis/make_random_voc.py', str(root), '--num-train',
+                    '2', '--num-val', '1', '--size', '8', '8', '--force'],
+                   tmp_path)
+    assert rc == 0, out
+    assert (split / 'val.txt').read_text() == 'val_00000\n'
