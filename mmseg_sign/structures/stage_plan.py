@@ -214,6 +214,24 @@ class StagePlan:
             raise ValueError('SIGNStageHook needs at least one stage.')
         self.stages: List[dict] = [
             stage_options(i, s) for i, s in enumerate(stages)]
+        order = list(STAGE_OPTIONS)  # train, transfer, self_train
+        for i, (a, b) in enumerate(zip(self.stages, self.stages[1:])):
+            if order.index(b['name']) < order.index(a['name']):
+                raise ValueError(
+                    f'stages[{i + 1}] ({b["name"]}) comes after stages[{i}] '
+                    f'({a["name"]}): a plan runs {" → ".join(order)} '
+                    '(each may be left out); reorder the stages.')
+        for i, stage in enumerate(self.stages):
+            if stage['name'] == 'transfer' and stage['mode'] == 'alternate' \
+                    and stage['iters'] <= stage['block_iters']:
+                raise ValueError(
+                    f'stages[{i}] (transfer): {stage["iters"]} iterations in '
+                    f'alternating blocks of block_iters='
+                    f'{stage["block_iters"]} never reach the second block, '
+                    'where C learns from the unseen classes\' synthetic '
+                    'features. Set block_iters below iters (e.g. '
+                    f'block_iters={max(1, stage["iters"] // 2)}), or '
+                    "mode='classifier'.")
 
     def __len__(self) -> int:
         return len(self.stages)

@@ -37,7 +37,7 @@ def test_amp_single_wrapper_and_errors():
 def test_stage_derivation_from_iteration():
     hook = SIGNStageHook([
         dict(name='train', iters=3),
-        dict(name='transfer', iters=2),
+        dict(name='transfer', iters=2, block_iters=1),
         dict(name='self_train', iters=4, mode='AST')
     ])
     plan = hook.plan
@@ -61,6 +61,15 @@ def test_stage_derivation_from_iteration():
                                         block_size=10)],
      r"unknown keys \['block_size'\]; options: \['block_iters'"),
     ([dict(name='self_train', iters=3, temperature=0)], 'temperature'),
+    # issue 34: a transfer that never reaches its second block (the
+    # default block_iters=100 with a 20-iteration transfer), a plan out of
+    # order
+    ([dict(name='train', iters=3), dict(name='transfer', iters=20)],
+     r'stages\[1\] \(transfer\): 20 iterations in alternating blocks of '
+     r'block_iters=100 never reach the second block.*block_iters=10'),
+    ([dict(name='train', iters=3), dict(name='self_train', iters=2),
+      dict(name='transfer', iters=4, block_iters=2)],
+     r'stages\[2\] \(transfer\) comes after stages\[1\] \(self_train\)'),
     ([dict(name='self_train', iters=3, mode='ST_topk', top_k=0)], 'top_k'),
 ])
 def test_stage_plan_errors(stages, message):
@@ -70,10 +79,10 @@ def test_stage_plan_errors(stages, message):
 
 def test_stage_plan_defaults_are_the_authors_recipe():
     hook = SIGNStageHook([dict(name='train', iters=3),
-                          dict(name='transfer', iters=2),
+                          dict(name='transfer', iters=200),
                           dict(name='self_train', iters=2)])
     assert hook.plan[1] == dict(
-        name='transfer', iters=2, mode='alternate', block_iters=100,
+        name='transfer', iters=200, mode='alternate', block_iters=100,
         real_weight=0.75, fake_weight=0.25, synth_weight=0.125)
     assert hook.plan[2]['mode'] == 'AST'
     assert hook.plan[2]['temperature'] == 2.0

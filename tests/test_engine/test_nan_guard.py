@@ -23,7 +23,8 @@ from mmseg_sign.engine.optim_wrappers import MixedPrecisionOptimWrapper
 # checkpoint after every iteration
 SHORT = """
 train_dataloader = dict(batch_size=2)
-stages = [dict(name='train', iters=3), dict(name='transfer', iters=1)]
+stages = [dict(name='train', iters=3),
+          dict(name='transfer', iters=2, block_iters=1)]
 custom_hooks = [dict(type='SIGNStageHook', stages=stages),
                 dict(type='TorchRNGStateHook')]
 param_scheduler = dict(segmentor=[

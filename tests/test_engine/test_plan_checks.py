@@ -58,7 +58,7 @@ def test_resume_after_adding_a_stage_and_its_optimizers(workspace):
 
 def test_plan_without_train_stage_needs_load_from(workspace):
     cfg = write_config(workspace / 'c.py', 'configs/sign/sign_toy.py', """
-stages = [dict(name='transfer', iters=2)]
+stages = [dict(name='transfer', iters=2, block_iters=1)]
 custom_hooks = [dict(type='SIGNStageHook', stages=stages)]
 train_cfg = dict(val_interval=100)
 """)
@@ -85,7 +85,8 @@ def test_transfer_needs_unseen_classes(embedding_table):
         generator_hidden=(16, ), generator_dropout=0.0, trunk_channels=16))
     assert not head.unseen_mask.any()
     hook = SIGNStageHook([dict(name='train', iters=1),
-                          dict(name='transfer', iters=1)])
+                          dict(name='transfer', iters=2,
+                               block_iters=1)])
     runner = SimpleNamespace(cfg=Config(), hooks=[hook])
     with pytest.raises(ValueError, match=r"stages \['transfer'\] learn "
                        'the unseen classes, but the split has none'):
@@ -121,6 +122,7 @@ param_scheduler = dict(
     out = run_tool([
         'train.py', cfg, '--work-dir', str(wd), '--cfg-options',
         'custom_hooks.0.stages.0.iters=6', 'custom_hooks.0.stages.1.iters=4',
+        'custom_hooks.0.stages.1.block_iters=2',
         'custom_hooks.0.stages.2.iters=4'
     ], workspace)
     # the run lasts the plan's 14 iterations (StagePlanTrainLoop)
@@ -226,7 +228,8 @@ def test_split_hook_refuses_a_transfer_plan_without_unseen_classes(
         class_embeddings=embedding_table[0], latent_channels=8,
         generator_hidden=(16, ), generator_dropout=0.0, trunk_channels=16))
     plan = SIGNStageHook([dict(name='train', iters=1),
-                          dict(name='transfer', iters=1)])
+                          dict(name='transfer', iters=2,
+                               block_iters=1)])
     dataset = SimpleNamespace(metainfo=dict(classes=embedding_table[1]))
     runner = SimpleNamespace(
         cfg=Config(), hooks=[plan], model=SimpleNamespace(decode_head=head),
