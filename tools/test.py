@@ -18,7 +18,8 @@ from mmseg_sign.engine.hooks import (CheckpointMismatchError,
 from mmseg_sign.utils import (UnreadableCheckpointError,
                               UnsafeCheckpointError, use_gloo_without_cuda)
 from mmseg_sign.utils.atomic import check_output_dir, dataset_folders
-from mmseg_sign.utils.cli import add_runner_args, parse_runner_args
+from mmseg_sign.utils.cli import (add_runner_args, merge_cfg_options,
+                                  parse_runner_args)
 
 
 # TODO: support fuse_conv_bn, visualization, and format_only
@@ -94,8 +95,7 @@ def main():
     # load config
     cfg = Config.fromfile(args.config)
     cfg.launcher = args.launcher
-    if args.cfg_options is not None:
-        cfg.merge_from_dict(args.cfg_options)
+    merge_cfg_options(cfg, args.cfg_options)
     try:
         check_lists_classes(cfg)  # a model grown by an unlisted class
     except ValueError as err:

@@ -26,7 +26,8 @@ from mmseg.registry import RUNNERS
 from mmseg_sign.engine.runner import check_config_run_length
 from mmseg_sign.engine.schedulers import check_param_scheduler
 from mmseg_sign.utils import enable_amp, use_gloo_without_cuda
-from mmseg_sign.utils.cli import add_runner_args, parse_runner_args
+from mmseg_sign.utils.cli import (add_runner_args, merge_cfg_options,
+                                  parse_runner_args)
 from mmseg_sign.utils.work_dir_lock import WorkDirLockedError, lock_work_dir
 
 
@@ -62,8 +63,7 @@ def main():
     # load config
     cfg = Config.fromfile(args.config)
     cfg.launcher = args.launcher
-    if args.cfg_options is not None:
-        cfg.merge_from_dict(args.cfg_options)
+    merge_cfg_options(cfg, args.cfg_options)
     try:
         check_config_run_length(cfg)
         check_param_scheduler(cfg)

@@ -37,11 +37,27 @@ def enable_amp(cfg: Config, dtype: Optional[str] = None,
         bool: whether a wrapper changed.
     """
     from mmseg_sign.engine.optim_wrappers import check_amp_dtype
-    dtype = check_amp_dtype(device or training_device(), dtype)
-    return convert_to_amp(cfg, dtype)
+    device = device or training_device()
+    for name, explicit in _explicit_dtypes(cfg).items():
+        check_amp_dtype(device, explicit)  # the config's own, on this device
+    default = check_amp_dtype(device, dtype)
+    return convert_to_amp(cfg, dtype, default=default)
 
 
-def convert_to_amp(cfg: Config, dtype: Optional[str] = None) -> bool:
+def _explicit_dtypes(cfg: Config) -> dict:
+    """``{wrapper: dtype}`` of the mixed-precision wrappers of
+    ``cfg.optim_wrapper`` that name their dtype."""
+    optim_wrapper = cfg.optim_wrapper
+    wrappers = {'optim_wrapper': optim_wrapper} if _is_single_wrapper(
+        optim_wrapper) else {n: w for n, w in optim_wrapper.items()
+                             if isinstance(w, dict)}
+    return {n: w['dtype'] for n, w in wrappers.items()
+            if w.get('type') in ('AmpOptimWrapper', AMP_WRAPPER) and
+            w.get('dtype') is not None}
+
+
+def convert_to_amp(cfg: Config, dtype: Optional[str] = None,
+                   default: Optional[str] = None) -> bool:
     """Turn every optimizer wrapper of ``cfg.optim_wrapper`` into a
     ``MixedPrecisionOptimWrapper`` (autocast to ``dtype``; float16 with a
     dynamic loss scale per wrapper).
@@ -49,16 +65,21 @@ def convert_to_amp(cfg: Config, dtype: Optional[str] = None) -> bool:
     ``cfg.optim_wrapper`` is either one wrapper config (``type`` /
     ``optimizer`` keys) or a dict of them built by a multi-optimizer
     ``constructor`` (an ``OptimWrapperDict``). A wrapper that already is an
-    ``AmpOptimWrapper`` / ``MixedPrecisionOptimWrapper`` keeps its settings
-    (``dtype`` given here overrides its dtype). Returns whether anything
-    changed.
+    ``AmpOptimWrapper`` / ``MixedPrecisionOptimWrapper`` keeps its settings,
+    its ``dtype`` included: precision is what the config wrote (a ``dtype``
+    given here that differs from it is an error, never a silent
+    replacement). Returns whether anything changed.
 
     Raises:
-        ValueError: a wrapper type that AMP cannot replace.
+        ValueError: a wrapper type that AMP cannot replace, or ``dtype``
+            against a wrapper's own.
 
     Args:
         cfg (Config): the training config (changed in place).
-        dtype (str, optional): the autocast dtype.
+        dtype (str, optional): the autocast dtype the user asked for
+            (``--amp-dtype``).
+        default (str, optional): the dtype of wrappers that name none when
+            ``dtype`` is not given (``--amp``: the device's default).
     """
     optim_wrapper = cfg.optim_wrapper
     if _is_single_wrapper(optim_wrapper):
@@ -78,8 +99,16 @@ def convert_to_amp(cfg: Config, dtype: Optional[str] = None) -> bool:
         if wrapper_type in ('AmpOptimWrapper', AMP_WRAPPER):
             if wrapper_type != AMP_WRAPPER:
                 wrapper['type'] = AMP_WRAPPER  # runs on a CPU too
-            if dtype is not None and wrapper.get('dtype') != dtype:
-                wrapper['dtype'] = dtype
+            own = wrapper.get('dtype')
+            if own is not None and dtype is not None and own != dtype:
+                raise ValueError(
+                    f'--amp-dtype {dtype}, but the config sets '
+                    f'optim_wrapper {name} to dtype={own!r}: precision is '
+                    'what the config says; drop --amp-dtype, or change the '
+                    f"config (--cfg-options optim_wrapper.{name}.dtype="
+                    f'{dtype}).')
+            if own is None and (dtype or default) is not None:
+                wrapper['dtype'] = dtype or default
                 changed = True
             continue
         if wrapper_type != 'OptimWrapper':
@@ -88,7 +117,7 @@ def convert_to_amp(cfg: Config, dtype: Optional[str] = None) -> bool:
                 f'{wrapper_type}; set its type to {AMP_WRAPPER} yourself.')
         wrapper['type'] = AMP_WRAPPER
         wrapper['loss_scale'] = 'dynamic'
-        if dtype is not None:
-            wrapper['dtype'] = dtype
+        if (dtype or default) is not None:
+            wrapper['dtype'] = dtype or default
         changed = True
     return changed

@@ -47,3 +47,24 @@ def parse_runner_args(parser: argparse.ArgumentParser,
     if 'LOCAL_RANK' not in os.environ:
         os.environ['LOCAL_RANK'] = str(args.local_rank)
     return args
+
+
+def merge_cfg_options(cfg, options) -> None:
+    """``cfg.merge_from_dict(options)``, then import the config's
+    ``custom_imports`` again: mmengine imports them only when the file is
+    read, so a module added by ``--cfg-options
+    custom_imports.imports=[mmseg_sign,my_module]`` was written into the
+    dumped config but never imported (its hooks and models silently
+    absent). Importing a module twice is a no-op.
+
+    Args:
+        cfg (Config): the loaded config (changed in place).
+        options (dict | None): ``--cfg-options``.
+    """
+    if not options:
+        return
+    cfg.merge_from_dict(options)
+    custom = cfg.get('custom_imports')
+    if custom and any(k.startswith('custom_imports') for k in options):
+        from mmengine.utils import import_modules_from_strings
+        import_modules_from_strings(**custom)

@@ -23,6 +23,26 @@ def test_amp_converts_every_wrapper_of_a_dict():
     assert convert_to_amp(cfg) is False  # already AMP
 
 
+def test_amp_keeps_the_configs_own_dtype():
+    """Issue 34: `--amp` on a config whose wrapper says dtype='float16'
+    keeps float16 (before: replaced by the device's default, bfloat16 on a
+    CPU); an --amp-dtype against it is an error naming both."""
+    from mmseg_sign.utils import enable_amp
+    cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
+    cfg.optim_wrapper.generator.update(type='MixedPrecisionOptimWrapper',
+                                       dtype='float16')
+    enable_amp(cfg, None, device='cpu')
+    assert cfg.optim_wrapper.generator.dtype == 'float16'
+    assert cfg.optim_wrapper.segmentor.dtype == 'bfloat16'  # CPU default
+    cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
+    cfg.optim_wrapper.generator.update(type='MixedPrecisionOptimWrapper',
+                                       dtype='float16')
+    with pytest.raises(ValueError, match=r"--amp-dtype bfloat16, but the "
+                       r"config sets optim_wrapper generator to "
+                       r"dtype='float16'"):
+        enable_amp(cfg, 'bfloat16', device='cpu')
+
+
 def test_amp_single_wrapper_and_errors():
     cfg = Config(dict(optim_wrapper=dict(
         type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))))

@@ -219,9 +219,12 @@ def test_convert_and_enable_amp():
     assert cfg.optim_wrapper.b.type == 'MixedPrecisionOptimWrapper'
     assert cfg.optim_wrapper.b.loss_scale == 512.0  # the user's own
     assert convert_to_amp(cfg, 'bfloat16') is False
-    assert convert_to_amp(cfg, 'float16') is True
-    assert cfg.optim_wrapper.a.dtype == cfg.optim_wrapper.b.dtype == \
-        'float16'
+    # a dtype the config names is kept: another one asked for is an error
+    # (issue 34; before, it silently replaced the config's)
+    with pytest.raises(ValueError, match="config sets optim_wrapper a to "
+                       "dtype='bfloat16'"):
+        convert_to_amp(cfg, 'float16')
+    assert cfg.optim_wrapper.a.dtype == 'bfloat16'
     with pytest.raises(ValueError, match='must be one of'):
         enable_amp(cfg, 'int8', device='cpu')
     with pytest.raises(ValueError, match='runs on cpu or cuda'):

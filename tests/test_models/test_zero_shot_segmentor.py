@@ -143,11 +143,16 @@ def test_constructor_errors(embedding_table):
                           modules=['decode_head.gen'])))(model)
     with pytest.raises(ValueError, match='needs `modules`'):
         build(dict(g=dict(optimizer=dict(type='SGD', lr=1))))(model)
+    # a G or D that no wrapper steps (issue 34)
+    with pytest.raises(ValueError, match=r'decode_head\.generator is built'):
+        build(dict(g=dict(optimizer=dict(type='SGD', lr=1),
+                          modules=['backbone'])))(model)
     model.set_stage('transfer')
     with pytest.raises(KeyError, match="needs the optimizer wrappers"):
         model.train_step(batch(), build(dict(
             g=dict(optimizer=dict(type='SGD', lr=1),
-                   modules=['backbone'])))(model))
+                   modules=['backbone', 'decode_head.generator',
+                            'decode_head.discriminator'])))(model))
 
 
 def test_train_step_refuses_unseen_labels(embedding_table):

@@ -37,6 +37,7 @@ from mmseg_sign.engine.optim_wrappers import check_amp_dtype
 from mmseg_sign.utils.benchmark import (benchmark_models, measure_inference,
                                         measure_training, print_counts,
                                         print_tables, random_batch)
+from mmseg_sign.utils.cli import merge_cfg_options
 
 
 def parse_args():
@@ -95,8 +96,7 @@ def main():
         torch.set_num_threads(args.threads)
     register_all_modules()
     cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
+    merge_cfg_options(cfg, args.cfg_options)
     device = args.device
     amp_dtype = check_amp_dtype(device, args.amp_dtype) \
         if args.amp or args.amp_dtype else None

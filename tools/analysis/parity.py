@@ -21,6 +21,7 @@ from mmengine.config import Config, DictAction
 from mmengine.registry import init_default_scope
 
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
+from mmseg_sign.utils.cli import merge_cfg_options
 from mmseg_sign.utils.parity import (SETTING_HELP, compare, fixed_batch,
                                      fixed_weights, format_table,
                                      parse_setting, plan_steps, run_setting)
@@ -71,8 +72,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
+    merge_cfg_options(cfg, args.cfg_options)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
     plans = [h['stages'] for h in cfg.get('custom_hooks', [])
              if h.get('type') == 'SIGNStageHook']

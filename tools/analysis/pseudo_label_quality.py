@@ -32,6 +32,7 @@ from mmengine.registry import init_default_scope
 
 from mmseg_sign.evaluation.pseudo_label_quality import (  # noqa: F401
     GROUPS, pseudo_label_groups, summarise)
+from mmseg_sign.utils.cli import merge_cfg_options
 
 def self_train_stage(cfg: Config) -> dict:
     """The config's ``self_train`` stage with every option filled in."""
@@ -59,8 +60,7 @@ def main():
     from mmseg_sign.models.utils import pseudo_label_image
 
     cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
+    merge_cfg_options(cfg, args.cfg_options)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
     stage = self_train_stage(cfg)
     model = init_model(cfg, args.checkpoint, device='cpu')

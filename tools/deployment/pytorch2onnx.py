@@ -32,6 +32,7 @@ from mmseg_sign.deployment.onnx import (EXPORTERS, OUTPUTS, ExportError,
                                         compare, default_shape, export,
                                         load_model, test_images)
 from mmseg_sign.utils.atomic import check_output_file
+from mmseg_sign.utils.cli import merge_cfg_options
 
 
 def parse_args(argv=None):
@@ -85,8 +86,7 @@ def main(argv=None) -> dict:
     check_output_file(args.out, {'checkpoint': args.checkpoint,
                                  'config': args.config}, 'model.onnx')
     cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
+    merge_cfg_options(cfg, args.cfg_options)
     table = cfg.model.get('decode_head', {}).get('class_embeddings')
     check_output_file(args.out, {'class-embedding table': table
                                  if isinstance(table, str) else None},

@@ -103,4 +103,31 @@ class ModuleGroupOptimWrapperConstructor:
                 cfg['type'] = 'MixedPrecisionOptimWrapper'
             wrappers[name] = OPTIM_WRAPPERS.build(
                 dict(cfg, optimizer=optimizer))
+        _check_gan_parts_stepped(model, wrappers)
         return OptimWrapperDict(**wrappers)
+
+
+def _check_gan_parts_stepped(model: nn.Module, wrappers: dict) -> None:
+    """A head's G and D, where built, are stepped by some wrapper: their
+    losses are logged every train iteration, so a part no optimizer holds
+    (ZS3Net's head with ``adversarial=True`` on the ZS3 configs, whose
+    discriminator wrapper holds C only) would log losses and never learn.
+
+    Raises:
+        ValueError: naming the part and both fixes.
+    """
+    head = getattr(model, 'decode_head', None)
+    held = {id(p) for w in wrappers.values()
+            for g in w.optimizer.param_groups for p in g['params']}
+    for part in ('generator', 'discriminator'):
+        module = getattr(head, part, None)
+        params = [p for p in module.parameters() if p.requires_grad] \
+            if isinstance(module, nn.Module) else []
+        if params and not any(id(p) in held for p in params):
+            raise ValueError(
+                f'decode_head.{part} is built (its losses are logged every '
+                'training iteration) but no optimizer wrapper steps it: '
+                f"add 'decode_head.{part}' to the `modules` of a wrapper "
+                f"(e.g. optim_wrapper.{part}.modules), or do not build it"
+                + (' (decode_head.adversarial=False)'
+                   if part == 'discriminator' else '') + '.')
