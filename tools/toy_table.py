@@ -38,6 +38,7 @@ already there are skipped, so a command can be repeated or extended.
 import argparse
 import os
 import os.path as osp
+import re
 from pathlib import Path
 
 from mmengine.config import Config
@@ -78,6 +79,15 @@ def main():
                         help="each config's final predictions on the first "
                         'test images (first data seed and seed)')
     args = parser.parse_args()
+    if args.jobs < 1:
+        parser.error(f'--jobs must be >= 1, got {args.jobs}.')
+    bad = [s for s in args.seeds + args.data_seeds if s < 0]
+    if bad:
+        parser.error(f'--seeds / --data-seeds must be >= 0, got {bad}.')
+    if args.tag is not None and not re.fullmatch(r'[A-Za-z0-9._-]+',
+                                                 args.tag):
+        parser.error(f'--tag {args.tag!r}: it names run folders, so '
+                     'letters, digits, ".", "_" and "-" only.')
     if args.sweep and args.tag or args.plot and not args.sweep:
         parser.error('--sweep names its runs (no --tag); --plot needs it')
     key = (args.sweep or '').partition('=')[0]

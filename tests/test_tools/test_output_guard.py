@@ -128,3 +128,31 @@ def test_make_random_voc_onto_a_real_data_set(tmp_path):
                    tmp_path)
     assert rc == 0, out
     assert (split / 'val.txt').read_text() == 'val_00000\n'
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--sizes', '0x0'], '--sizes 0x0: each size is HxW with H, W >= 32'),
+    (['--sizes', '64by64'], '--sizes 64by64: each size is HxW'),
+    (['--crop', '1', '1'], '--crop 1 1: H and W must be >= 32'),
+    (['--batch-size', '0'], '--batch-size must be >= 1, got 0'),
+    (['--repeats', '0'], '--repeats must be >= 1, got 0'),
+    (['--warmup', '-1'], '--warmup must be >= 0'),
+])
+def test_benchmark_arguments_checked_first(args, message):
+    """Issue 34's B cases of benchmark.py: a usage error naming the value
+    (exit 2, before any model is built; before: raw errors)."""
+    rc, out = tool(['analysis/benchmark.py', TOY, *args], REPO)
+    assert rc == 2 and message in out and 'Traceback' not in out, out
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--jobs', '0'], '--jobs must be >= 1, got 0'),
+    (['--jobs', '-3'], '--jobs must be >= 1, got -3'),
+    (['--data-seeds', '-1'], 'must be >= 0, got [-1]'),
+    (['--tag', 'a/b', '--cfg-options', 'x=1'], "--tag 'a/b': it names run"),
+])
+def test_toy_table_arguments_checked_first(tmp_path, args, message):
+    rc, out = tool(['toy_table.py', TOY, '--work-dir', str(tmp_path / 'w'),
+                    *args], REPO)
+    assert rc == 2 and message in out, out
+    assert not (tmp_path / 'w').exists()

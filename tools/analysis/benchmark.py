@@ -40,7 +40,10 @@ from mmseg_sign.utils.benchmark import (benchmark_models, measure_inference,
 from mmseg_sign.utils.cli import merge_cfg_options
 
 
-def parse_args():
+MIN_SIZE = 32  # smallest benchmark input: 4×4 features at output stride 8
+
+
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
     parser.add_argument('--device', choices=['cpu', 'cuda'], default='cpu')
@@ -67,9 +70,26 @@ def parse_args():
     parser.add_argument('--profile', action='store_true',
                         help='print torch.profiler\'s top operators of a '
                         'SIGN train iteration')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.device == 'cuda' and not torch.cuda.is_available():
-        parser.error('--device cuda, but torch.cuda.is_available() is False')
+        parser.error('--device cuda, but torch.cuda.is_available() is False '
+                     '(no GPU, or a CPU build of torch); use --device cpu.')
+    for size in args.sizes:
+        h, sep, w = size.partition('x')
+        if not (sep and h.isdigit() and w.isdigit()) or \
+                min(int(h), int(w)) < MIN_SIZE:
+            parser.error(f'--sizes {size}: each size is HxW with H, W >= '
+                         f'{MIN_SIZE}, e.g. 512x1024.')
+    if min(args.crop) < MIN_SIZE:
+        parser.error(f'--crop {args.crop[0]} {args.crop[1]}: H and W must '
+                     f'be >= {MIN_SIZE} (the backbone downsamples by 8).')
+    for name in ('batch_size', 'repeats', 'threads'):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f'--{name.replace("_", "-")} must be >= 1, got '
+                         f'{value}.')
+    if args.warmup < 0:
+        parser.error(f'--warmup must be >= 0, got {args.warmup}.')
     return args
 
 
