@@ -11,8 +11,15 @@ data seeds, as markdown tables (docs/toy_results.md).
 Each config runs once per (data seed, training seed) with tools/train.py
 on ``make_toy_dataset(val_size=(96, 96), seed=DATA_SEED)`` (50 test images
 of 96×96, larger than the 64×64 training crops, as in the paper's PE
-study). Each run's metrics go to ``WORK_DIR/results.json`` as it ends; runs
-already there are skipped, so a command can be repeated or extended.
+study). Each run's metrics go to ``WORK_DIR/results.json`` as it ends
+(under a lock: tables sharing a work dir keep each other's runs); runs
+already there are skipped, so a command can be repeated or extended. A run
+is known by what it ran (``key``: a hash of the resolved config with its
+``--cfg-options``): a stored run under a name this command uses that ran
+something else (a config of the same file name, other options without
+``--tag``) is an error before anything trains, as are a ``--sweep`` key
+the configs lack, a repeated sweep value and a ``--rows`` entry naming an
+unknown run or stage.
 
 * Rows: a config after one of its stages (the validation at the stage's
   end; without a stage plan, its last validation), named ``STEM@STAGE`` or
@@ -44,8 +51,8 @@ from pathlib import Path
 from mmengine.config import Config
 
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
-from mmseg_sign.utils.toy_table import (KEYS, config_value, read_results,
-                                        row_stem,
+from mmseg_sign.utils.toy_table import (KEYS, config_value, foreign_runs,
+                                        read_results, row_stem,
                                         stage_ends, sweep_points, table,
                                         table_by_data_seed, train_runs)
 from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
@@ -118,24 +125,51 @@ def main():
         results = read_results(path)
     except ValueError as err:
         parser.error(str(err))
-    todo = [(c, tag, [*args.cfg_options, *options], d, s)
+    # checked before anything trains: what the command names exists, and
+    # no stored run under a name it uses ran something else
+    if args.sweep:
+        missing = [c for c in args.configs if config_value(c, key) is None]
+        if missing:
+            parser.error(f'--sweep {key}: no such key in {missing} (a '
+                         'misspelled key would train identical points).')
+    runs = [(c, tag, [*args.cfg_options, *options], d, s)
             for d in args.data_seeds for s in args.seeds
-            for c, _, tag, options in variants
-            if f'{stem_of(c, tag)}/{d}/{s}' not in results]
-    failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs)
-    if failed:  # the other runs are kept: a repeated command skips them
-        raise SystemExit('\n'.join(['runs failed:', *failed]))
+            for c, _, tag, options in variants]
+    foreign = foreign_runs(results, runs, args.amp_dtype)
+    if foreign:
+        parser.error(
+            f'{path} holds runs under the names this command uses that ran '
+            'another config or other --cfg-options: ' + ', '.join(foreign) +
+            '. Give these runs a --tag, or use another --work-dir.')
     if args.rows:
+        stages = {stem_of(c, tag): list(stage_ends(c))
+                  for c, _, tag, _ in variants}
         rows = {}
         for spec in args.rows:
             label, _, target = spec.rpartition('=')
             stem, _, stage = target.partition('@')
+            known = stages.get(stem) or next(  # or a run stored before
+                (sorted(set(r) & {'train', 'transfer', 'self_train', 'end'})
+                 for n, r in results.items() if n.split('/')[0] == stem),
+                None)
+            if known is None or stage not in known:
+                parser.error(
+                    f'--rows {spec!r}: ' + (
+                        f'no run named {stem!r} (this command trains '
+                        f'{sorted(stages)})' if known is None else
+                        f'{stem} has no stage {stage!r} (its stages: '
+                        f'{known})') + '.')
             rows[label or target] = (stem, stage)
-    elif args.sweep:  # the last stage at each value
+    todo = [r for r in runs
+            if f'{stem_of(r[0], r[1])}/{r[3]}/{r[4]}' not in results]
+    failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs)
+    if failed:  # the other runs are kept: a repeated command skips them
+        raise SystemExit('\n'.join(['runs failed:', *failed]))
+    if not args.rows and args.sweep:  # the last stage at each value
         rows = {f'{stem_of(c)}@{list(stage_ends(c))[-1]} {leaf}={value:g}':
                 (stem_of(c, tag), list(stage_ends(c))[-1])
                 for c, value, tag, _ in variants}
-    else:
+    elif not args.rows:
         rows = {f'{stem_of(c)}@{s}': (stem_of(c), s) for c in args.configs
                 for s in stage_ends(c)}
     lines = table(results, rows, args.data_seeds, args.seeds)

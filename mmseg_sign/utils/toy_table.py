@@ -144,7 +144,8 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
 
     Returns:
         dict: ``seconds``, ``params`` (:func:`param_counts`) and per
-        stage ``{mIoU_seen, mIoU_unseen, hIoU}``.
+        stage ``{mIoU_seen, mIoU_unseen, hIoU}``, and ``key``
+        (:func:`run_key`: what it ran).
     """
     data_root = toy_data(wd, data_seed)
     stem = row_stem(cfg_path, amp_dtype, tag)
@@ -152,7 +153,8 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     seconds = train(cfg_path, run_dir, data_root, seed, amp_dtype,
                     cfg_options, threads)
     records = logged_records(run_dir, 'hIoU')
-    out = dict(seconds=seconds, params=param_counts(run_dir))
+    out = dict(seconds=seconds, params=param_counts(run_dir),
+               key=run_key(cfg_path, amp_dtype, cfg_options))
     # the plan as run (--cfg-options included): the config the run dumped
     dumped = osp.join(run_dir, osp.basename(cfg_path))
     for stage, end in stage_ends(dumped).items():
@@ -316,6 +318,60 @@ def table(results: dict, rows: dict, data_seeds, seeds) -> list:
     return lines
 
 
+def run_key(cfg_path: str, amp_dtype=None, cfg_options=()) -> str:
+    """What a run ran, as a short hash: the resolved config (the file and
+    everything it inherits, with ``cfg_options`` merged; the data root and
+    seed that :func:`train` adds are not part of it) and the autocast
+    dtype. Two configs with one file name, or one config with other
+    ``--cfg-options``, get different keys.
+
+    Args:
+        cfg_path (str): the config.
+        amp_dtype (str, optional): ``--amp-dtype``.
+        cfg_options (Sequence[str]): ``KEY=VALUE`` items.
+
+    Returns:
+        str: 12 hex digits.
+    """
+    import hashlib
+
+    from mmengine.config import DictAction
+    cfg = Config.fromfile(cfg_path)
+    for item in cfg_options:
+        key, _, value = item.partition('=')
+        cfg.merge_from_dict({key: DictAction._parse_iterable(value)})
+    text = f'{cfg.pretty_text}\namp_dtype={amp_dtype}'
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def foreign_runs(results: dict, todo, amp_dtype=None) -> list:
+    """The stored runs that ``todo`` would take for its own but that ran
+    something else (:func:`run_key`; runs stored before keys existed are
+    taken as they are).
+
+    Args:
+        results (dict): the stored runs.
+        todo (Sequence[tuple]): ``(config, tag, cfg_options, data_seed,
+            seed)`` per run.
+        amp_dtype (str, optional): ``--amp-dtype``.
+
+    Returns:
+        list[str]: ``'NAME (config CFG)'`` of each mismatch.
+    """
+    keys, found = {}, []
+    for c, tag, options, d, s in todo:
+        name = f'{row_stem(c, amp_dtype, tag)}/{d}/{s}'
+        stored = results.get(name, {}).get('key')
+        if stored is None:
+            continue
+        ident = (c, tuple(options))
+        if ident not in keys:
+            keys[ident] = run_key(c, amp_dtype, options)
+        if stored != keys[ident]:
+            found.append(f'{name} (config {c})')
+    return found
+
+
 def config_value(cfg_path: str, key: str):
     """A config's value at a dotted ``--cfg-options`` key (list items by
     index, e.g. ``custom_hooks.0.stages.2.temperature``).
@@ -366,6 +422,9 @@ def sweep_points(spec: str) -> list:
         except ValueError:
             raise ValueError(f'--sweep {spec!r}: {text!r} is not a number '
                              '(a sweep is plotted against its values)')
+        if any(value == p[0] for p in points):
+            raise ValueError(f'--sweep {spec!r}: {text!r} repeats a value '
+                             '(values compare as numbers: 1 = 1.0)')
         points.append((value, f'{leaf}{text}', [f'{key}={text}']))
     return points
 

@@ -156,3 +156,47 @@ def test_toy_table_arguments_checked_first(tmp_path, args, message):
                     *args], REPO)
     assert rc == 2 and message in out, out
     assert not (tmp_path / 'w').exists()
+
+
+def stored_run(key):
+    metrics = dict(mIoU_seen=70.0, mIoU_unseen=30.0, hIoU=42.0)
+    return dict(key=key, seconds=1.0, params=dict(sim=1, model=2),
+                train=metrics, transfer=metrics, self_train=metrics)
+
+
+def test_toy_table_knows_a_run_by_what_it_ran(tmp_path):
+    """Issue 34: a stored run is reused only when its resolved config
+    matches (same file name from another folder, or other --cfg-options
+    without --tag: refused before anything trains); a matching one is
+    reused without training; --sweep and --rows are checked first."""
+    from mmseg_sign.utils.toy_table import run_key
+    wd = tmp_path / 'w'
+    wd.mkdir()
+    results = wd / 'results.json'
+    results.write_text(json.dumps({'sign_toy/0/0': stored_run(run_key(
+        TOY))}))
+    common = [TOY, '--seeds', '0', '--data-seeds', '0', '--work-dir',
+              str(wd)]
+    rc, out = tool(['toy_table.py', *common], REPO)  # reused, not trained
+    assert rc == 0 and '| sign_toy@self_train | 1 | 70.00' in out, out
+    other = tmp_path / 'other' / 'sign_toy.py'  # same stem, other config
+    other.parent.mkdir()
+    other.write_text(f"_base_ = [{TOY!r}]\nmodel = dict(decode_head=dict("
+                     "loss_mmd_weight=5.0))\n")
+    for args in ([str(other), *common[1:]],
+                 [*common, '--cfg-options', 'model.decode_head.'
+                  'loss_mmd_weight=5.0']):
+        refused(['toy_table.py', *args], REPO, [results],
+                'ran another config or other --cfg-options: '
+                'sign_toy/0/0')
+    for args, message in [
+            (['--sweep', 'custom_hooks.0.stages.2.temprature=1,2'],
+             'no such key'),
+            (['--sweep', 'custom_hooks.0.stages.2.temperature=1,1.0'],
+             "'1.0' repeats a value"),
+            (['--rows', 'AST=sign_toy@self_training'],
+             "sign_toy has no stage 'self_training'"),
+            (['--rows', 'X=sign_tyo@transfer'], "no run named 'sign_tyo'")]:
+        rc, out = tool(['toy_table.py', *common, *args], REPO)
+        assert rc == 2 and message in out, out
+    assert os.listdir(wd) == ['results.json']  # nothing made or trained

@@ -72,16 +72,28 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((wd / 'results.json').read_text())
     run = results['sign_toy/5/0']
-    assert set(run) == {'seconds', 'params', 'train', 'transfer',
+    assert set(run) == {'seconds', 'params', 'key', 'train', 'transfer',
                         'self_train'}
+    from mmseg_sign.utils.toy_table import run_key
+    assert run['key'] == run_key(  # what it ran: the config + options
+        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), None, SHORT_PLAN)
+    assert run['key'] != run_key(
+        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'))
     assert 0 < run['params']['sim'] < run['params']['model']
     assert '| SIGN + AST | 1 |' in out.stdout
     assert out.stdout.index('| SIGN |') < out.stdout.index('| SIGN + AST |')
     assert (tmp_path / 'cmp.png').stat().st_size > 0
-    # a second call reuses the run (no training)
-    again = subprocess.run(cmd[:-len(SHORT_PLAN) - 1], capture_output=True,
-                           text=True, env=env, timeout=600)
+    # the same command again reuses the run (no training)
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                           timeout=600)
     assert again.returncode == 0 and 'sign_toy/5/0 {' not in again.stdout
+    assert json.loads((wd / 'results.json').read_text()) == results
+    # without the --cfg-options it is another run: refused, not passed off
+    # as the config's own (issue 34)
+    other = subprocess.run(cmd[:-len(SHORT_PLAN) - 1], capture_output=True,
+                           text=True, env=env, timeout=600)
+    assert other.returncode == 2 and 'ran another config or other ' \
+        '--cfg-options: sign_toy/5/0' in other.stderr
     assert json.loads((wd / 'results.json').read_text()) == results
 
 
