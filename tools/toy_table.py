@@ -51,10 +51,11 @@ from pathlib import Path
 from mmengine.config import Config
 
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
+from mmseg_sign.utils.toy_results import read_results
 from mmseg_sign.utils.toy_table import (KEYS, config_value, foreign_runs,
-                                        read_results, row_stem,
-                                        stage_ends, sweep_points, table,
-                                        table_by_data_seed, train_runs)
+                                        row_stem, stage_ends, sweep_points,
+                                        table, table_by_data_seed,
+                                        train_runs)
 from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
 
 

@@ -17,6 +17,7 @@ from mmseg.registry import (MODELS, OPTIM_WRAPPER_CONSTRUCTORS,
                             OPTIM_WRAPPERS)
 from mmseg.structures import SegDataSample
 from ..structures.stage_plan import StagePlan
+from .op_audit import count_iteration
 
 GIB = 2**30
 
@@ -248,25 +249,6 @@ def benchmark_models(cfg, device: str, amp_dtype, crop):
                 num_classes=num, unseen=unseen)
 
 
-def count_iteration(fn) -> tuple:
-    """ATen operator calls and FLOPs (``torch.utils.flop_counter``: matrix
-    products and convolutions, forward and backward) of one call of
-    ``fn``.
-
-    Args:
-        fn (Callable): one training iteration.
-
-    Returns:
-        tuple: ``(operator calls, FLOPs)``.
-    """
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from .op_audit import OpCounter
-    with FlopCounterMode(display=False) as flops, OpCounter() as ops:
-        fn()
-    return sum(ops.counts.values()), flops.get_total_flops()
-
-
 def measure_training(cfg, models: dict, batch, batch_size: int, device: str,
                      warmup: int, repeats: int, counts: dict = None):
     """Seconds per training iteration of the baseline and of every SIGN
@@ -371,17 +353,6 @@ def measure_inference(models: dict, sizes, device: str, amp_dtype,
                   f'{result[name][0]:.3f} s', flush=True)
         infer.append((size, result))
     return infer
-
-
-def print_counts(counts: dict) -> None:
-    """The operator calls and FLOPs of each training iteration, each as a
-    ratio to the baseline's (the first row)."""
-    (_, (base_ops, base_flops)), = list(counts.items())[:1]
-    print('| training iteration | ATen operator calls | × baseline | '
-          'GFLOPs (fwd + bwd) | × baseline |\n|---|---|---|---|---|')
-    for name, (ops, flops) in counts.items():
-        print(f'| {name} | {ops} | {ops / base_ops:.2f} | {flops / 1e9:.2f} '
-              f'| {flops / max(base_flops, 1):.2f} |')
 
 
 def print_tables(rows, infer, times, t_base) -> None:

@@ -123,3 +123,32 @@ def audit_table(counts: Dict[str, Counter]) -> str:
     lines.append('| **all** | calls | ' + ' | '.join(
         str(sum(counts[s].values())) for s in labels) + ' |')
     return '\n'.join(lines)
+
+
+def count_iteration(fn) -> tuple:
+    """ATen operator calls and FLOPs (``torch.utils.flop_counter``: matrix
+    products and convolutions, forward and backward) of one call of
+    ``fn``.
+
+    Args:
+        fn (Callable): one training iteration.
+
+    Returns:
+        tuple: ``(operator calls, FLOPs)``.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as flops, OpCounter() as ops:
+        fn()
+    return sum(ops.counts.values()), flops.get_total_flops()
+
+
+def print_counts(counts: dict) -> None:
+    """The operator calls and FLOPs of each training iteration, each as a
+    ratio to the baseline's (the first row)."""
+    (_, (base_ops, base_flops)), = list(counts.items())[:1]
+    print('| training iteration | ATen operator calls | × baseline | '
+          'GFLOPs (fwd + bwd) | × baseline |\n|---|---|---|---|---|')
+    for name, (ops, flops) in counts.items():
+        print(f'| {name} | {ops} | {ops / base_ops:.2f} | {flops / 1e9:.2f} '
+              f'| {flops / max(base_flops, 1):.2f} |')

@@ -1,7 +1,6 @@
 """Toy tables: shipped configs trained with tools/train.py on the built-in
 toy data over training seeds and toy data seeds, and the markdown table of
 their mean ± std (``tools/toy_table.py``, docs/toy_results.md)."""
-import fcntl
 import json
 import os
 import os.path as osp
@@ -9,7 +8,6 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -17,8 +15,8 @@ from mmengine.config import Config
 
 from ..datasets.toy_data import make_toy_dataset
 from ..structures.stage_plan import StagePlan
-from .atomic import atomic_write
 from .logs import logged_records
+from .toy_results import read_results, record_run, run_key
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
@@ -163,62 +161,6 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     return out
 
 
-def read_results(path: str) -> dict:
-    """The runs stored in a toy table's ``results.json`` (``{}`` if there
-    is none).
-
-    Args:
-        path (str): the file.
-
-    Returns:
-        dict: ``{STEM/DATA_SEED/SEED: run}``.
-
-    Raises:
-        ValueError: the file is not a results file, naming it and the fix.
-    """
-    if not osp.exists(path):
-        return {}
-    try:
-        with open(path) as f:
-            results = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(
-            f'{path} is not a toy-table results file ({err}); it was '
-            'damaged or replaced. Move it away (its runs will be trained '
-            'again) or use another --work-dir.') from None
-    if not isinstance(results, dict):
-        raise ValueError(f'{path} holds a {type(results).__name__}, not the '
-                         'runs of a toy table; move it away or use another '
-                         '--work-dir.')
-    return results
-
-
-def record_run(path: str, name: str, run: dict) -> dict:
-    """Add run ``name`` to the results file ``path`` and return all its
-    runs: under an exclusive lock (``path.lock``), the file is read again,
-    the run added and the file replaced atomically, so toy tables that
-    share a work dir (or their parallel jobs) never drop each other's runs.
-
-    Args:
-        path (str): the table's ``results.json``.
-        name (str): the run's key.
-        run (dict): its result.
-
-    Returns:
-        dict: every run the file holds now.
-    """
-    with open(path + '.lock', 'a') as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            results = read_results(path)
-            results[name] = run
-            text = json.dumps(results, indent=1)
-            atomic_write(path, lambda tmp: Path(tmp).write_text(text))
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return results
-
-
 def train_runs(todo, wd: str, results: dict, amp_dtype=None,
                jobs: int = 1) -> list:
     """Trains runs ``jobs`` at a time (each with ``OMP_NUM_THREADS`` =
@@ -316,32 +258,6 @@ def table(results: dict, rows: dict, data_seeds, seeds) -> list:
                 f"{runs[0]['params']['model']:,} | "
                 f"{np.mean([r['seconds'] for r in runs]):.0f} |")
     return lines
-
-
-def run_key(cfg_path: str, amp_dtype=None, cfg_options=()) -> str:
-    """What a run ran, as a short hash: the resolved config (the file and
-    everything it inherits, with ``cfg_options`` merged; the data root and
-    seed that :func:`train` adds are not part of it) and the autocast
-    dtype. Two configs with one file name, or one config with other
-    ``--cfg-options``, get different keys.
-
-    Args:
-        cfg_path (str): the config.
-        amp_dtype (str, optional): ``--amp-dtype``.
-        cfg_options (Sequence[str]): ``KEY=VALUE`` items.
-
-    Returns:
-        str: 12 hex digits.
-    """
-    import hashlib
-
-    from mmengine.config import DictAction
-    cfg = Config.fromfile(cfg_path)
-    for item in cfg_options:
-        key, _, value = item.partition('=')
-        cfg.merge_from_dict({key: DictAction._parse_iterable(value)})
-    text = f'{cfg.pretty_text}\namp_dtype={amp_dtype}'
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 def foreign_runs(results: dict, todo, amp_dtype=None) -> list:

@@ -102,7 +102,7 @@ def test_count_iteration_by_hand():
     gradients), and every ATen call is counted."""
     import torch
 
-    from mmseg_sign.utils.benchmark import count_iteration
+    from mmseg_sign.utils.op_audit import count_iteration
     lin = torch.nn.Linear(6, 5, bias=False)
     x = torch.randn(4, 6, requires_grad=True)
     calls, flops = count_iteration(lambda: lin(x).sum().backward())

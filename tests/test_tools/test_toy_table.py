@@ -74,7 +74,7 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     run = results['sign_toy/5/0']
     assert set(run) == {'seconds', 'params', 'key', 'train', 'transfer',
                         'self_train'}
-    from mmseg_sign.utils.toy_table import run_key
+    from mmseg_sign.utils.toy_results import run_key
     assert run['key'] == run_key(  # what it ran: the config + options
         osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), None, SHORT_PLAN)
     assert run['key'] != run_key(
