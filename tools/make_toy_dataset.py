@@ -7,6 +7,9 @@ Example::
 """
 import argparse
 import json
+import os
+import os.path as osp
+import shutil
 
 from mmseg_sign.datasets.toy_data import make_toy_dataset
 
@@ -34,16 +37,40 @@ def parse_args(argv=None):
         help='val image height and width (may be larger than train)')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the toy data set already in --out (its images, '
+        'labels, split lists and class embeddings are removed first)')
+    parser.add_argument(
         '--embed-dims',
         type=int,
         nargs='+',
         default=(300, 300),
         help='dims of each toy word-vector source (default 300 300)')
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    held = sorted(os.listdir(args.out)) if osp.isdir(args.out) else []
+    if held and not args.force:
+        parser.error(
+            f'{args.out} is not empty ({", ".join(held[:5])}'
+            f'{" ..." if len(held) > 5 else ""}): a new data set would be '
+            'mixed with what is there. Give a new folder, or --force to '
+            'replace the toy data set in it.')
+    return args
+
+
+# what make_toy_dataset writes: what --force removes first
+TOY_LAYOUT = ('JPEGImages', 'SegmentationClass', 'ImageSets',
+              'class_embeddings.npz')
 
 
 def main(argv=None):
     args = parse_args(argv)
+    for name in TOY_LAYOUT if args.force else ():
+        path = osp.join(args.out, name)
+        if osp.isdir(path):
+            shutil.rmtree(path)
+        elif osp.exists(path):
+            os.remove(path)
     summary = make_toy_dataset(
         args.out,
         num_train=args.num_train,

@@ -200,3 +200,24 @@ def test_toy_table_knows_a_run_by_what_it_ran(tmp_path):
         rc, out = tool(['toy_table.py', *common, *args], REPO)
         assert rc == 2 and message in out, out
     assert os.listdir(wd) == ['results.json']  # nothing made or trained
+
+
+def test_make_toy_dataset_onto_an_existing_data_set(tmp_path, toy_root):
+    """Issue 34 (B): tools/make_toy_dataset.py --out onto a data set mixed
+    old and new files; now refused, and --force replaces the toy data set
+    (no file of the old one left)."""
+    import shutil
+    out = tmp_path / 'toy'
+    shutil.copytree(toy_root, out)
+    old = sorted(p.name for p in (out / 'JPEGImages').iterdir())
+    embeddings = out / 'class_embeddings.npz'
+    refused(['make_toy_dataset.py', '--out', str(out), '--num-train', '2',
+             '--num-val', '1'], tmp_path, [embeddings], 'is not empty')
+    rc, text = tool(['make_toy_dataset.py', '--out', str(out),
+                     '--num-train', '2', '--num-val', '1', '--force'],
+                    tmp_path)
+    assert rc == 0, text
+    new = sorted(p.name for p in (out / 'JPEGImages').iterdir())
+    assert len(new) == 3 and len(old) > 3
+    assert (out / 'ImageSets' / 'Segmentation' / 'train.txt').read_text() \
+        .split() == [n[:-4] for n in new if n.startswith('train')]
