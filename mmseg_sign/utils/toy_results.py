@@ -25,13 +25,16 @@ def run_key(cfg_path: str, amp_dtype=None, cfg_options=()) -> str:
     Returns:
         str: 12 hex digits.
     """
+    import argparse
     import hashlib
 
     from mmengine.config import DictAction
     cfg = Config.fromfile(cfg_path)
-    for item in cfg_options:
-        key, _, value = item.partition('=')
-        cfg.merge_from_dict({key: DictAction._parse_iterable(value)})
+    if cfg_options:  # parsed as tools/train.py parses them
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--options', nargs='+', action=DictAction)
+        cfg.merge_from_dict(parser.parse_args(
+            ['--options', *cfg_options]).options)
     text = f'{cfg.pretty_text}\namp_dtype={amp_dtype}'
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 

@@ -142,8 +142,7 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
 
     Returns:
         dict: ``seconds``, ``params`` (:func:`param_counts`) and per
-        stage ``{mIoU_seen, mIoU_unseen, hIoU}``, and ``key``
-        (:func:`run_key`: what it ran).
+        stage ``{mIoU_seen, mIoU_unseen, hIoU}``.
     """
     data_root = toy_data(wd, data_seed)
     stem = row_stem(cfg_path, amp_dtype, tag)
@@ -151,8 +150,7 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     seconds = train(cfg_path, run_dir, data_root, seed, amp_dtype,
                     cfg_options, threads)
     records = logged_records(run_dir, 'hIoU')
-    out = dict(seconds=seconds, params=param_counts(run_dir),
-               key=run_key(cfg_path, amp_dtype, cfg_options))
+    out = dict(seconds=seconds, params=param_counts(run_dir))
     # the plan as run (--cfg-options included): the config the run dumped
     dumped = osp.join(run_dir, osp.basename(cfg_path))
     for stage, end in stage_ends(dumped).items():
@@ -178,7 +176,7 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
 
     Returns:
         list[str]: ``'NAME: error'`` of each run that failed (the others
-        are kept).
+        are kept, each with its ``key``: :func:`run_key`).
     """
     for data_seed in sorted({t[3] for t in todo}):
         toy_data(wd, data_seed)  # made once, before runs share it
@@ -186,18 +184,26 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
     if jobs > 1 and 'OMP_NUM_THREADS' not in os.environ:
         threads = max(1, (os.cpu_count() or 1) // jobs)
     path = osp.join(wd, 'results.json')
+    # what each run runs (run_key), here: reading configs is not
+    # thread-safe (mmengine resolves `mmseg::` bases through pkg_resources)
+    keys = {}
+    for c, _, options, _, _ in todo:
+        if (c, tuple(options)) not in keys:
+            keys[c, tuple(options)] = run_key(c, amp_dtype, options)
     failed = []
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         futures = {pool.submit(run, c, wd, d, s, amp_dtype, options, tag,
                                threads):
-                   f'{row_stem(c, amp_dtype, tag)}/{d}/{s}'
+                   (f'{row_stem(c, amp_dtype, tag)}/{d}/{s}',
+                    keys[c, tuple(options)])
                    for c, tag, options, d, s in todo}
         for future in as_completed(futures):
-            name = futures[future]
+            name, key = futures[future]
             if future.exception() is not None:
                 failed.append(f'{name}: {future.exception()}')
                 continue
-            results.update(record_run(path, name, future.result()))
+            results.update(record_run(path, name,
+                                      dict(future.result(), key=key)))
             print(name, json.dumps(results[name]), flush=True)
     return failed
 
