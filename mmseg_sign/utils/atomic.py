@@ -91,11 +91,8 @@ def check_output_file(out: str, inputs: Mapping[str, Optional[str]],
                 f'the output {out} is the {what} {path} '
                 f'({osp.realpath(path)}); writing it would replace that '
                 f'file. Give the output another name, e.g. {example}.')
-        if path and osp.isdir(path) and inside(out, path):
-            raise ValueError(
-                f'the output {out} lies inside the {what} {path}, which '
-                'the command reads; writing there would change it. Write '
-                f'elsewhere, e.g. {example}.')
+    check_output_dir(out, {what: path for what, path in inputs.items()
+                           if path and osp.isdir(path)}, example)
     if osp.isdir(out):
         raise ValueError(f'the output {out} is a directory; give a file '
                          f'name, e.g. {example}.')
@@ -103,12 +100,12 @@ def check_output_file(out: str, inputs: Mapping[str, Optional[str]],
 
 def check_output_dir(out: str, folders: Mapping[str, Optional[str]],
                      example: str) -> None:
-    """Refuse an output folder that is, or lies inside, a folder the
-    command reads (e.g. ``tools/test.py --out DATA/SegmentationClass``
+    """Refuse an output (a folder, or a file) that is, or lies inside, a
+    folder the command reads (e.g. ``tools/test.py --out DATA/SegmentationClass``
     would write predictions over the ground truth), before any work.
 
     Args:
-        out (str): the folder the command will write into.
+        out (str): the folder (or file) the command will write.
         folders (Mapping[str, str | None]): ``{what: folder}`` it reads.
         example (str): a good output folder for the message.
 
@@ -118,9 +115,9 @@ def check_output_dir(out: str, folders: Mapping[str, Optional[str]],
     for what, folder in folders.items():
         if folder and inside(out, folder):
             raise ValueError(
-                f'the output folder {out} is or lies inside the {what} '
-                f'{folder}, which the command reads; its files could be '
-                f'replaced. Write elsewhere, e.g. {example}.')
+                f'the output {out} is or lies inside the {what} {folder}, '
+                'which the command reads; its files could be replaced. '
+                f'Write elsewhere, e.g. {example}.')
 
 
 def dataset_folders(dataset_cfg) -> dict:

@@ -1,11 +1,14 @@
 """The results file of a toy table (``WORK_DIR/results.json``): read it,
 add a run under a lock, and know a run by what it ran."""
+import argparse
 import fcntl
+import functools
+import hashlib
 import json
 import os.path as osp
 from pathlib import Path
 
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
 
 from .atomic import atomic_write
 
@@ -25,10 +28,11 @@ def run_key(cfg_path: str, amp_dtype=None, cfg_options=()) -> str:
     Returns:
         str: 12 hex digits.
     """
-    import argparse
-    import hashlib
+    return _run_key(cfg_path, amp_dtype, tuple(cfg_options))
 
-    from mmengine.config import DictAction
+
+@functools.lru_cache(maxsize=None)  # a command asks once per config
+def _run_key(cfg_path: str, amp_dtype, cfg_options: tuple) -> str:
     cfg = Config.fromfile(cfg_path)
     if cfg_options:  # parsed as tools/train.py parses them
         parser = argparse.ArgumentParser()

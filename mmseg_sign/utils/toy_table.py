@@ -186,10 +186,7 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
     path = osp.join(wd, 'results.json')
     # what each run runs (run_key), here: reading configs is not
     # thread-safe (mmengine resolves `mmseg::` bases through pkg_resources)
-    keys = {}
-    for c, _, options, _, _ in todo:
-        if (c, tuple(options)) not in keys:
-            keys[c, tuple(options)] = run_key(c, amp_dtype, options)
+    keys = {(c, tuple(o)): run_key(c, amp_dtype, o) for c, _, o, _, _ in todo}
     failed = []
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         futures = {pool.submit(run, c, wd, d, s, amp_dtype, options, tag,
@@ -280,16 +277,11 @@ def foreign_runs(results: dict, todo, amp_dtype=None) -> list:
     Returns:
         list[str]: ``'NAME (config CFG)'`` of each mismatch.
     """
-    keys, found = {}, []
+    found = []
     for c, tag, options, d, s in todo:
         name = f'{row_stem(c, amp_dtype, tag)}/{d}/{s}'
         stored = results.get(name, {}).get('key')
-        if stored is None:
-            continue
-        ident = (c, tuple(options))
-        if ident not in keys:
-            keys[ident] = run_key(c, amp_dtype, options)
-        if stored != keys[ident]:
+        if stored is not None and stored != run_key(c, amp_dtype, options):
             found.append(f'{name} (config {c})')
     return found
 
