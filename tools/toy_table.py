@@ -37,6 +37,8 @@ unknown run or stage.
   ``--sweep custom_hooks.0.stages.2.temperature=0.05,0.2,2,20``.
 * ``--picture PNG``: each config's final predictions next to the ground
   truth (first data seed and training seed).
+* ``--data config``: the configs' own data and class embeddings instead
+  of the toy data (no data seeds), e.g. the CamVid table of docs/camvid.md.
 * ``--jobs N`` trains N runs at once, each with ``OMP_NUM_THREADS`` =
   cores / N (unless set): on 2 cores two one-thread runs finish in about
   the time of one two-thread run (24 s vs 23 s for a 200-iteration toy
@@ -52,10 +54,10 @@ from mmengine.config import Config
 
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
 from mmseg_sign.utils.toy_results import read_results
-from mmseg_sign.utils.toy_table import (KEYS, config_value, foreign_runs,
-                                        row_stem, stage_ends, sweep_points,
-                                        table, table_by_data_seed,
-                                        train_runs)
+from mmseg_sign.utils.toy_table import (KEYS, OWN_DATA, config_value,
+                                        foreign_runs, row_stem, run_dir_name,
+                                        stage_ends, sweep_points, table,
+                                        table_by_data_seed, train_runs)
 from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
 
 
@@ -64,7 +66,12 @@ def main():
     parser.add_argument('configs', nargs='+')
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--data-seeds', type=int, nargs='+',
-                        default=[0, 1, 2])
+                        default=None, help='toy data seeds (default 0 1 2)')
+    parser.add_argument(
+        '--data', choices=['toy', 'config'], default='toy',
+        help="toy: the built-in toy data of each --data-seeds (default); "
+        "config: the configs' own data and class embeddings (e.g. "
+        'CamVid, docs/camvid.md)')
     parser.add_argument('--rows', nargs='+', default=None,
                         help='LABEL=STEM@STAGE, in table order')
     parser.add_argument('--amp-dtype', choices=['float16', 'bfloat16'],
@@ -87,9 +94,16 @@ def main():
                         help="each config's final predictions on the first "
                         'test images (first data seed and seed)')
     args = parser.parse_args()
+    if args.data == 'config':
+        if args.data_seeds is not None:
+            parser.error('--data-seeds is for the toy data; with --data '
+                         "config the runs use the configs' own data.")
+        args.data_seeds = [OWN_DATA]
+    elif args.data_seeds is None:
+        args.data_seeds = [0, 1, 2]
     if args.jobs < 1:
         parser.error(f'--jobs must be >= 1, got {args.jobs}.')
-    bad = [s for s in args.seeds + args.data_seeds if s < 0]
+    bad = [s for s in args.seeds + args.data_seeds if s != OWN_DATA and s < 0]
     if bad:
         parser.error(f'--seeds / --data-seeds must be >= 0, got {bad}.')
     if args.tag is not None and not re.fullmatch(r'[A-Za-z0-9._-]+',
@@ -185,8 +199,8 @@ def main():
         for cfg_path in args.configs:
             stem = stem_of(cfg_path)
             last = list(stage_ends(cfg_path))[-1]
-            run_dir = osp.join(wd, f'{stem}_data{args.data_seeds[0]}_seed'
-                               f'{args.seeds[0]}')
+            run_dir = osp.join(wd, run_dir_name(stem, args.data_seeds[0],
+                                                args.seeds[0]))
             cfg = Config.fromfile(osp.join(run_dir, osp.basename(cfg_path)))
             with open(osp.join(run_dir, 'last_checkpoint')) as f:
                 models.append((labels.get((stem, last), stem), cfg,

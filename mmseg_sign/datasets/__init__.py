@@ -1,3 +1,4 @@
+from .camvid import ZeroShotCamVidDataset
 from .coco_stuff import ZeroShotCOCOStuffDataset
 from .pascal_context import (ZeroShotPascalContext59Dataset,
                              ZeroShotPascalContextDataset)
@@ -13,7 +14,7 @@ from .zero_shot_wrapper import (ZeroShotDataset, ZeroShotMixin,
 __all__ = [
     'ZeroShotSegDataset', 'ZeroShotPascalVOCDataset',
     'ZeroShotPascalContextDataset', 'ZeroShotPascalContext59Dataset',
-    'ZeroShotCOCOStuffDataset', 'ZeroShotToyDataset', 'MaskUnseenClasses',
+    'ZeroShotCOCOStuffDataset', 'ZeroShotCamVidDataset', 'ZeroShotToyDataset', 'MaskUnseenClasses',
     'CheckSegLabels', 'PaperEvalResize', 'resolve_split', 'ZeroShotDataset',
     'ZeroShotMixin', 'zero_shot_class', 'zero_shot_metainfo_from_cfg',
     'dataset_metainfo_from_cfg'

@@ -62,3 +62,30 @@ COCOSTUFF171_UNSEEN = (
     'cow', 'giraffe', 'suitcase', 'frisbee', 'skateboard', 'carrot', 'scissors',
     'cardboard', 'clouds', 'grass', 'playingfield', 'river', 'road', 'tree',
     'wall-concrete')
+
+# CamVid (Brostow et al., 2008) in the SegNet tutorial's 11-class labelling
+# (label ids 0-10, 11 = void). Pole has no word vector with its meaning in
+# the published tables, so it is held out (void) by default.
+CAMVID_CLASSES = (
+    'sky', 'building', 'pole', 'road', 'pavement', 'tree', 'sign', 'fence',
+    'car', 'pedestrian', 'bicyclist',
+)
+
+CAMVID_HELD_OUT = ('pole', )
+
+CAMVID_UNSEEN = ('pavement', 'car', 'pedestrian')
+
+# The CaGNet COCO-Stuff row of each CamVid class (the same meaning; docs/
+# camvid.md): the one home of the name map.
+CAMVID_TO_COCOSTUFF = {
+    'sky': 'sky-other',
+    'building': 'building-other',
+    'road': 'road',
+    'pavement': 'pavement',
+    'tree': 'tree',
+    'sign': 'street sign',
+    'fence': 'fence',
+    'car': 'car',
+    'pedestrian': 'person',
+    'bicyclist': 'bicycle',
+}

@@ -74,7 +74,12 @@ CAGNET_LABELS = dict(
     ),
 )
 
-CAGNET_DATASETS = tuple(CAGNET_LABELS)
+# Data sets whose classes take another data set's rows: CamVid's from
+# COCO-Stuff's files, through the name map of
+# ``mmseg_sign.datasets.class_names.CAMVID_TO_COCOSTUFF``.
+CAGNET_SOURCE = dict(camvid='cocostuff')
+
+CAGNET_DATASETS = tuple(CAGNET_LABELS) + tuple(CAGNET_SOURCE)
 
 # Project class name -> CaGNet label name, tried after the exact name.
 CAGNET_ALIASES = {'pottedplant': 'potted_plant', 'tvmonitor': 'tv'}
@@ -143,7 +148,7 @@ def read_cagnet_labels(path: PathLike) -> List[Optional[str]]:
 
 
 def _check_dataset(dataset: str) -> str:
-    if dataset not in CAGNET_LABELS:
+    if dataset not in CAGNET_DATASETS:
         raise ValueError(f'Unknown CaGNet dataset {dataset!r}; choose from '
                          f'{list(CAGNET_DATASETS)}')
     return dataset
@@ -154,7 +159,18 @@ def _project_classes(dataset: str) -> Tuple[str, ...]:
     return dict(
         voc=class_names.VOC20_CLASSES,
         context=class_names.CONTEXT33_CLASSES,
-        cocostuff=class_names.COCOSTUFF171_CLASSES)[_check_dataset(dataset)]
+        cocostuff=class_names.COCOSTUFF171_CLASSES,
+        camvid=tuple(c for c in class_names.CAMVID_CLASSES
+                     if c not in class_names.CAMVID_HELD_OUT),
+    )[_check_dataset(dataset)]
+
+
+def _aliases(dataset: str) -> dict:
+    """Project class name -> CaGNet label name for ``dataset``."""
+    if dataset == 'camvid':
+        from mmseg_sign.datasets.class_names import CAMVID_TO_COCOSTUFF
+        return CAMVID_TO_COCOSTUFF
+    return CAGNET_ALIASES
 
 
 def _labels(dataset: str, labels_path: Optional[PathLike]
@@ -162,28 +178,32 @@ def _labels(dataset: str, labels_path: Optional[PathLike]
     """The row names and where they came from."""
     if labels_path is not None:
         return read_cagnet_labels(labels_path), os.fspath(labels_path)
-    return list(CAGNET_LABELS[_check_dataset(dataset)]), \
-        f'built-in CaGNet {dataset} labels'
+    source = CAGNET_SOURCE.get(_check_dataset(dataset), dataset)
+    return list(CAGNET_LABELS[source]), f'built-in CaGNet {source} labels'
 
 
 def match_cagnet_rows(class_names: Sequence[str],
                       labels: Sequence[Optional[str]],
-                      source: str = 'CaGNet labels') -> List[int]:
-    """Row id of every class: its exact name, else its
-    :data:`CAGNET_ALIASES` name, in ``labels`` (``labels[row] = name``).
+                      source: str = 'CaGNet labels',
+                      aliases: Optional[dict] = None) -> List[int]:
+    """Row id of every class: its exact name, else its alias, in
+    ``labels`` (``labels[row] = name``).
 
     Args:
         class_names (Sequence[str]): the project's classes.
         labels (Sequence[str | None]): :func:`read_cagnet_labels`'s list.
         source (str): the labels' name, for messages.
+        aliases (dict, optional): class name -> label name (default
+            :data:`CAGNET_ALIASES`).
 
     Returns:
         list[int]: a row per class.
     """
+    aliases = CAGNET_ALIASES if aliases is None else aliases
     index = {name: row for row, name in enumerate(labels) if name is not None}
     rows, missing = [], []
     for name in class_names:
-        for candidate in (name, CAGNET_ALIASES.get(name)):
+        for candidate in (name, aliases.get(name)):
             if candidate in index:
                 rows.append(index[candidate])
                 break
@@ -194,7 +214,7 @@ def match_cagnet_rows(class_names: Sequence[str],
                   if n is not None and r not in rows]
         raise ValueError(
             f'class(es) {missing} not found in the {source} (aliases '
-            f'{CAGNET_ALIASES}); unmatched labels there: {unused}')
+            f'{aliases}); unmatched labels there: {unused}')
     for i, row in enumerate(rows):
         if rows.index(row) != i:
             raise ValueError(
@@ -218,7 +238,8 @@ def cagnet_class_embeddings(
     there fastText weighs more than word2vec).
 
     Args:
-        dataset (str): ``'voc'``, ``'context'`` or ``'cocostuff'``.
+        dataset (str): ``'voc'``, ``'context'``, ``'cocostuff'`` or
+            ``'camvid'`` (COCO-Stuff's files, CamVid's classes).
         fasttext_path, word2vec_path (str): CaGNet's ``fasttext.pkl`` and
             ``word2vec.pkl`` (``[rows, 300]`` each).
         class_names (Sequence[str], optional): Classes in label order;
@@ -233,7 +254,7 @@ def cagnet_class_embeddings(
     labels, source = _labels(dataset, labels_path)
     names = list(_project_classes(dataset) if class_names is None
                  else class_names)
-    rows = match_cagnet_rows(names, labels, source)
+    rows = match_cagnet_rows(names, labels, source, _aliases(dataset))
     parts = []
     for path in (fasttext_path, word2vec_path):
         array = load_numpy_pickle(path)
@@ -273,7 +294,8 @@ def cagnet_split_classes(dataset: str,
     labels, source = _labels(dataset, labels_path)
     names = list(_project_classes(dataset) if class_names is None
                  else class_names)
-    by_row = dict(zip(match_cagnet_rows(names, labels, source), names))
+    by_row = dict(zip(match_cagnet_rows(names, labels, source,
+                                        _aliases(dataset)), names))
     bad = [int(r) for r in row_ids if not 0 <= int(r) < len(labels)]
     if bad:
         raise ValueError(f'row ids {bad} are outside the {source} (ids '

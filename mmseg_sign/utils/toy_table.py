@@ -48,7 +48,8 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
     Args:
         cfg_path (str): the config.
         work_dir (str): the run's work dir.
-        data_root (str): the toy dataset (and its class-embedding table).
+        data_root (str | None): the toy dataset (and its class-embedding
+            table); None: the config's own data and table.
         seed (int): ``randomness.seed``.
         amp_dtype (str, optional): tools/train.py's ``--amp-dtype``.
         cfg_options (Sequence[str]): more ``--cfg-options``.
@@ -59,12 +60,13 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
         float: the run's wall time.
     """
     extra = ['--amp-dtype', amp_dtype] if amp_dtype else []
-    options = [*cfg_options, f'randomness.seed={seed}',
-               f'model.decode_head.class_embeddings={data_root}/'
-               'class_embeddings.npz']
-    options += [f'{loader}.dataset.data_root={data_root}'
-                for loader in ('train_dataloader', 'val_dataloader',
-                               'test_dataloader')]
+    options = [*cfg_options, f'randomness.seed={seed}']
+    if data_root is not None:
+        options.append(f'model.decode_head.class_embeddings={data_root}/'
+                       'class_embeddings.npz')
+        options += [f'{loader}.dataset.data_root={data_root}'
+                    for loader in ('train_dataloader', 'val_dataloader',
+                                   'test_dataloader')]
     cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg_path,
            '--work-dir', work_dir, *extra, '--cfg-options', *options]
     env = dict(os.environ)
@@ -109,16 +111,32 @@ def param_counts(work_dir: str) -> dict:
     return {k: int(v) for k, v in counts.items()}
 
 
-def toy_data(wd: str, data_seed: int) -> str:
+#: the ``data_seed`` of runs on the configs' own data (``--data config``)
+OWN_DATA = 'own'
+
+
+def run_dir_name(stem: str, data_seed, seed: int) -> str:
+    """A run's folder in the table's work dir: ``STEM_data{DATA_SEED}_seed
+    {SEED}`` on toy data, ``STEM_seed{SEED}`` on the configs' own."""
+    if data_seed == OWN_DATA:
+        return f'{stem}_seed{seed}'
+    return f'{stem}_data{data_seed}_seed{seed}'
+
+
+def toy_data(wd: str, data_seed: int):
     """The table's toy data of one data seed, made on first use.
 
     Args:
         wd (str): the table's work dir.
-        data_seed (int): ``make_toy_dataset``'s seed.
+        data_seed (int | str): ``make_toy_dataset``'s seed; :data:`OWN_DATA`:
+            the configs' own data (nothing made).
 
     Returns:
-        str: its data root, ``WD/data{DATA_SEED}``.
+        str | None: its data root, ``WD/data{DATA_SEED}`` (None for the
+        configs' own data).
     """
+    if data_seed == OWN_DATA:
+        return None
     data_root = osp.join(wd, f'data{data_seed}')
     if not osp.exists(osp.join(data_root, 'class_embeddings.npz')):
         make_toy_dataset(data_root, val_size=(96, 96), seed=data_seed)
@@ -132,8 +150,8 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     Args:
         cfg_path (str): the config.
         wd (str): the table's work dir (toy data in ``data{DATA_SEED}``,
-            the run in ``{STEM}_data{DATA_SEED}_seed{SEED}``).
-        data_seed (int): the toy data's seed.
+            the run in :func:`run_dir_name`).
+        data_seed (int | str): the toy data's seed, or :data:`OWN_DATA`.
         seed (int): the training seed.
         amp_dtype (str, optional): tools/train.py's ``--amp-dtype``.
         cfg_options (Sequence[str]): more ``--cfg-options``.
@@ -146,7 +164,7 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     """
     data_root = toy_data(wd, data_seed)
     stem = row_stem(cfg_path, amp_dtype, tag)
-    run_dir = osp.join(wd, f'{stem}_data{data_seed}_seed{seed}')
+    run_dir = osp.join(wd, run_dir_name(stem, data_seed, seed))
     seconds = train(cfg_path, run_dir, data_root, seed, amp_dtype,
                     cfg_options, threads)
     records = logged_records(run_dir, 'hIoU')

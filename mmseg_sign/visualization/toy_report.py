@@ -83,7 +83,7 @@ def draw_predictions(cfg, checkpoint, out_file, num_images, scale,
                     num_images, scale, device)
 
 
-def draw_comparison(models, data_cfg, out_file, num_images=4, scale=4,
+def draw_comparison(models, data_cfg, out_file, num_images=4, scale=None,
                     device='cpu'):
     """The first test images, their ground truth and each model's
     prediction side by side (the paper's qualitative figure), unseen
@@ -96,7 +96,8 @@ def draw_comparison(models, data_cfg, out_file, num_images=4, scale=4,
         data_cfg (Config): the config whose test dataset is drawn.
         out_file (str): the picture to write.
         num_images (int): rows.
-        scale (int): pixel upscaling of the small toy images.
+        scale (int, optional): pixel upscaling (default: to about 384
+            pixels of width, e.g. 4 for the 96-pixel toy test images).
         device (str): where the models run.
     """
     init_default_scope(data_cfg.get('default_scope', 'mmseg'))
@@ -109,6 +110,8 @@ def draw_comparison(models, data_cfg, out_file, num_images=4, scale=4,
     visualizer.dataset_meta = dict(classes=classes, palette=meta['palette'])
     count = min(num_images, len(dataset))
     samples = [dataset[i] for i in range(count)]
+    if scale is None:
+        scale = max(1, 384 // samples[0]['inputs'].shape[-1])
     preds = [[] for _ in range(count)]
     for _, cfg, checkpoint in models:
         model = init_model(cfg, checkpoint, device=device)

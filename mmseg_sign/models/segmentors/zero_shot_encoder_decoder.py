@@ -16,6 +16,7 @@ from ...engine.optim_wrappers.gradient_sync import update_params
 from ...engine.optim_wrappers.nan_guard import check_finite_update
 from ...structures.stage_plan import (STAGE_OPTIONS, stage_optim_wrappers,
                                       stage_options)
+from .compile_modules import compile_modules
 from .split_checks import SplitChecksMixin
 
 
@@ -35,9 +36,13 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
       the stage starts.
 
     Inference is the plain ``EncoderDecoder`` path: backbone → SIM → C.
+
+    ``compile_cfg`` (optional, off by default): ``torch.compile`` of chosen
+    sub-modules, e.g. ``dict(modules=['decode_head.generator',
+    'decode_head.discriminator'])`` (:func:`compile_modules`).
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, compile_cfg: Optional[dict] = None, **kwargs):
         super().__init__(*args, **kwargs)
         if not self.with_neck:
             raise ValueError('ZeroShotEncoderDecoder needs a neck (the SIM) '
@@ -54,6 +59,7 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         self.stage_iter = 0  # iteration within the stage (SIGNStageHook)
         self.teacher = None
         self._feature_hw = {}  # input (H, W) -> feature (h, w)
+        self.compiled_modules = compile_modules(self, compile_cfg)
 
     def __setattr__(self, name, value):
         # the teacher is not a sub-module: not in state_dict() (it is saved

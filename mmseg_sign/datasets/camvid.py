@@ -1,0 +1,44 @@
+"""CamVid (SegNet tutorial layout, converted) with a 7 seen / 3 unseen split."""
+import copy
+from typing import Optional
+
+from mmseg.registry import DATASETS
+from .class_names import CAMVID_CLASSES, CAMVID_HELD_OUT, CAMVID_UNSEEN
+from .zero_shot import ZeroShotSegDataset
+
+
+@DATASETS.register_module()
+class ZeroShotCamVidDataset(ZeroShotSegDataset):
+    """CamVid's 367 training / 101 validation driving photographs (480×360)
+    with the SegNet tutorial's 11 classes, converted by
+    ``tools/dataset_converters/camvid.py`` (label maps 0..10, void = 255;
+    ``img_dir/{train,val}``, ``ann_dir/{train,val}``).
+
+    *Pole* is held out by default (``held_out_classes``): no published word
+    vector has its meaning, so its pixels are void (255) in training and in
+    evaluation, through mmseg's ``label_map``, and the class list is the
+    other 10. Pass ``metainfo=dict(held_out_classes=[])`` to keep it (the
+    class-embedding table then needs a pole row).
+
+    Default unseen: pavement, car, pedestrian (docs/camvid.md); seen: sky,
+    building, road, tree, sign, fence, bicyclist.
+    """
+    METAINFO = dict(
+        classes=CAMVID_CLASSES,
+        # the SegNet tutorial's colours
+        palette=[[128, 128, 128], [128, 0, 0], [192, 192, 128],
+                 [128, 64, 128], [60, 40, 222], [128, 128, 0],
+                 [192, 128, 128], [64, 64, 128], [64, 0, 128],
+                 [64, 64, 0], [0, 128, 192]],
+        unseen_classes=CAMVID_UNSEEN)
+    REDUCE_ZERO_LABEL = False  # the converted maps: 0 = sky, 255 = void
+
+    def __init__(self, img_suffix='.png', seg_map_suffix='.png', **kwargs):
+        super().__init__(
+            img_suffix=img_suffix, seg_map_suffix=seg_map_suffix, **kwargs)
+
+    @classmethod
+    def _load_metainfo(cls, metainfo: Optional[dict] = None) -> dict:
+        metainfo = copy.deepcopy(dict(metainfo)) if metainfo else {}
+        metainfo.setdefault('held_out_classes', list(CAMVID_HELD_OUT))
+        return super()._load_metainfo(metainfo)

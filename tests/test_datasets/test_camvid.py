@@ -1,0 +1,260 @@
+"""CamVid on real photographs: the converter, ZeroShotCamVidDataset, the
+class-embedding table from CaGNet's COCO-Stuff vectors, and a 2 + 2 + 2
+iteration run of configs/sign/sign_camvid.py through tools/train.py and
+tools/test.py (docs/camvid.md).
+
+The real files are read from ``$SIGN_CAMVID`` (the SegNet tutorial's
+``CamVid`` folder) and ``$SIGN_CAGNET_WORD_VECTORS``, or the project's
+shared folder beside the checkout; the tests that need them are skipped when
+absent.
+"""
+import json
+import os
+import pickle
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from e2e_utils import last_metrics, load_tool, run_tool
+from mmseg_sign.datasets import ZeroShotCamVidDataset
+from mmseg_sign.datasets.class_names import (CAMVID_CLASSES,
+                                             CAMVID_TO_COCOSTUFF)
+from mmseg_sign.embeddings import CAGNET_LABELS
+from mmseg_sign.embeddings.table import read_class_embeddings
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = Path(__file__).resolve().parents[3] / 'shared'
+CAMVID = Path(os.environ.get('SIGN_CAMVID', SHARED / 'datasets/camvid'))
+VECTORS = Path(
+    os.environ.get('SIGN_CAGNET_WORD_VECTORS',
+                   SHARED / 'reference/cagnet_word_vectors'))
+
+needs_camvid = pytest.mark.skipif(
+    not (CAMVID / 'train.txt').is_file(),
+    reason=f'CamVid (SegNet tutorial layout) not found at {CAMVID} (set '
+    'SIGN_CAMVID to the folder with train/, trainannot/, train.txt)')
+needs_vectors = pytest.mark.skipif(
+    not (VECTORS / 'cocostuff' / 'fasttext.pkl').is_file(),
+    reason=f'CaGNet word vectors not found at {VECTORS} (set '
+    'SIGN_CAGNET_WORD_VECTORS)')
+
+converter = load_tool('dataset_converters/camvid')
+# a few real pairs per split (the first, and one with every class present
+# in the split's first images)
+PICK = dict(train=4, val=3)
+
+
+@pytest.fixture(scope='module')
+def small_camvid(tmp_path_factory):
+    """A SegNet-layout CamVid with the first pairs of each split (the real
+    files, the tutorial's list format)."""
+    root = tmp_path_factory.mktemp('camvid_src')
+    for split, count in PICK.items():
+        (root / split).mkdir()
+        (root / f'{split}annot').mkdir()
+        lines = (CAMVID / f'{split}.txt').read_text().split('\n')
+        kept = [line for line in lines if line.strip()][:count]
+        for line in kept:
+            for path, sub in zip(line.split(), (split, f'{split}annot')):
+                shutil.copy(CAMVID / sub / os.path.basename(path), root / sub)
+        (root / f'{split}.txt').write_text('\n'.join(kept) + '\n')
+    return root
+
+
+@pytest.fixture(scope='module')
+def converted(small_camvid, tmp_path_factory):
+    out = tmp_path_factory.mktemp('camvid_out') / 'camvid'
+    converter.main([str(small_camvid), str(out), '--scale', '0.375'])
+    return out
+
+
+@needs_camvid
+def test_converter_keeps_ids_and_voids_11(small_camvid, tmp_path):
+    out = tmp_path / 'full'
+    converter.main([str(small_camvid), str(out)])
+    for split, count in PICK.items():
+        names = sorted(p.name for p in (small_camvid / split).iterdir())
+        assert sorted(os.listdir(out / 'img_dir' / split)) == names
+        for name in names:
+            raw = np.asarray(Image.open(small_camvid / f'{split}annot' / name))
+            got = np.asarray(Image.open(out / 'ann_dir' / split / name))
+            # by hand: 0-10 kept, 11 (void) -> 255, nothing else
+            want = np.where(raw == 11, 255, raw)
+            np.testing.assert_array_equal(got, want)
+            image = np.asarray(Image.open(small_camvid / split / name))
+            np.testing.assert_array_equal(
+                np.asarray(Image.open(out / 'img_dir' / split / name)), image)
+
+
+@needs_camvid
+def test_converter_scale(converted, small_camvid):
+    name = sorted(os.listdir(converted / 'ann_dir' / 'train'))[0]
+    label = np.asarray(Image.open(converted / 'ann_dir/train' / name))
+    image = Image.open(converted / 'img_dir/train' / name)
+    assert image.size == (180, 135) and label.shape == (135, 180)
+    raw = np.asarray(Image.open(small_camvid / 'trainannot' / name))
+    # nearest-neighbour: every label of the small map is a label of the
+    # big one (void as 255), and the shares stay close
+    assert set(np.unique(label)) <= set(np.where(raw == 11, 255, raw).ravel())
+    for cls in (0, 1, 3):  # sky, building, road: large regions
+        assert abs((label == cls).mean() - (raw == cls).mean()) < 0.02
+
+
+@needs_camvid
+def test_converter_refuses_bad_input(small_camvid, tmp_path, capsys):
+    out = tmp_path / 'out'
+    out.mkdir()
+    (out / 'keep.txt').write_text('x')
+    with pytest.raises(SystemExit):
+        converter.main([str(small_camvid), str(out)])
+    assert 'not empty' in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # inside its input
+        converter.main([str(small_camvid), str(small_camvid / 'sub')])
+    assert 'lies inside the CamVid folder' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        converter.main([str(small_camvid), str(tmp_path / 'o2'),
+                        '--scale', '0'])
+    assert '--scale must be in (0, 1]' in capsys.readouterr().err
+    # a colour label map (RGB) is named, not silently converted
+    bad = tmp_path / 'bad'
+    shutil.copytree(small_camvid, bad)
+    name = sorted(os.listdir(bad / 'valannot'))[0]
+    Image.new('RGB', (480, 360)).save(bad / 'valannot' / name)
+    with pytest.raises(SystemExit) as err:
+        converter.main([str(bad), str(tmp_path / 'o3')])
+    assert name in str(err.value) and 'RGB' in str(err.value)
+
+
+@needs_camvid
+def test_dataset_holds_out_pole_and_masks_unseen(converted, small_camvid):
+    common = dict(data_root=str(converted))
+    val = ZeroShotCamVidDataset(
+        data_prefix=dict(img_path='img_dir/val', seg_map_path='ann_dir/val'),
+        pipeline=[dict(type='LoadImageFromFile'),
+                  dict(type='LoadAnnotations'),
+                  dict(type='PackSegInputs')], **common)
+    classes = [c for c in CAMVID_CLASSES if c != 'pole']
+    assert list(val.metainfo['classes']) == classes
+    assert val.metainfo['unseen_classes'] == ('pavement', 'car',
+                                              'pedestrian')
+    assert len(val.metainfo['palette']) == 10
+    # by hand: a raw id's new id is its class's index in the 10-class
+    # list; pole (2) and void (11) -> 255
+    lut = np.full(256, 255, np.uint8)
+    for raw_id, name in enumerate(CAMVID_CLASSES):
+        if name != 'pole':
+            lut[raw_id] = classes.index(name)
+    for i in range(len(val)):
+        gt = val[i]['data_samples'].gt_sem_seg.data[0].numpy()
+        name = os.path.basename(val.get_data_info(i)['seg_map_path'])
+        raw = np.asarray(Image.open(converted / 'ann_dir/val' / name))
+        raw = np.where(raw == 255, 11, raw)
+        np.testing.assert_array_equal(gt, lut[raw])
+    # training: no unseen pixel leaves the pipeline
+    train = ZeroShotCamVidDataset(
+        data_prefix=dict(img_path='img_dir/train',
+                         seg_map_path='ann_dir/train'),
+        pipeline=[dict(type='LoadImageFromFile'),
+                  dict(type='LoadAnnotations'),
+                  dict(type='MaskUnseenClasses'),
+                  dict(type='PackSegInputs')], **common)
+    unseen = [classes.index(c) for c in train.metainfo['unseen_classes']]
+    seen_any = set()
+    for i in range(len(train)):
+        gt = train[i]['data_samples'].gt_sem_seg.data[0].numpy()
+        assert not np.isin(gt, unseen).any()
+        seen_any |= set(np.unique(gt).tolist())
+    assert seen_any - {255}, 'the training labels kept no seen class'
+
+
+def trusted_pickle(path):
+    """Independent reading of the (trusted) reference files."""
+    with open(path, 'rb') as f, warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)  # numpy.core
+        return pickle.load(f)
+
+
+@needs_vectors
+def test_camvid_table_is_the_cocostuff_rows_by_name(tmp_path):
+    out = tmp_path / 'camvid10.npz'
+    folder = VECTORS / 'cocostuff'
+    run_tool(['dataset_converters/cagnet_word_vectors.py', '--dataset',
+              'camvid', '--fasttext', str(folder / 'fasttext.pkl'),
+              '--word2vec', str(folder / 'word2vec.pkl'), '--out', str(out)],
+             cwd=REPO)
+    names, table = read_class_embeddings(str(out))
+    assert list(names) == [c for c in CAMVID_CLASSES if c != 'pole']
+    fasttext = trusted_pickle(folder / 'fasttext.pkl')
+    word2vec = trusted_pickle(folder / 'word2vec.pkl')
+    labels = [line.split('\t')[1].strip() for line in (
+        folder / 'labels_refined.txt').read_text().splitlines()
+        if line.strip()]
+    assert labels == list(CAGNET_LABELS['cocostuff'])
+    for name, row in zip(names, table):
+        ref = labels.index(CAMVID_TO_COCOSTUFF[name])
+        want = np.concatenate([fasttext[ref], word2vec[ref]])
+        np.testing.assert_allclose(row, want / np.linalg.norm(want),
+                                   rtol=1e-6, atol=1e-7)
+
+
+@needs_camvid
+@needs_vectors
+def test_sign_camvid_trains_and_tests(converted, tmp_path):
+    """configs/sign/sign_camvid.py as shipped, shrunk to 2 + 2 + 2
+    iterations, through tools/train.py and tools/test.py."""
+    ws = tmp_path / 'ws'
+    (ws / 'data').mkdir(parents=True)
+    shutil.copytree(converted, ws / 'data' / 'camvid')
+    folder = VECTORS / 'cocostuff'
+    run_tool(['dataset_converters/cagnet_word_vectors.py', '--dataset',
+              'camvid', '--fasttext', str(folder / 'fasttext.pkl'),
+              '--word2vec', str(folder / 'word2vec.pkl'), '--out',
+              'data/embeddings/camvid10_cagnet_fasttext_word2vec.npz'],
+             cwd=ws)
+    cfg = str(REPO / 'configs/sign/sign_camvid.py')
+    out = run_tool(['train.py', cfg, '--work-dir', 'wd', '--cfg-options',
+                    'custom_hooks.0.stages.0.iters=2',
+                    'custom_hooks.0.stages.1.iters=2',
+                    'custom_hooks.0.stages.1.block_iters=1',
+                    'custom_hooks.0.stages.2.iters=2',
+                    'train_dataloader.batch_size=2'], cwd=ws)
+    assert "SIGN stage 'train' (1/3): iterations 1-2" in out
+    assert "SIGN stage 'transfer' (2/3): iterations 3-4" in out
+    assert "SIGN stage 'self_train' (3/3): iterations 5-6" in out
+    for stage in ('train', 'transfer'):
+        assert f"Validation at the end of stage '{stage}'" in out
+    assert out.count('mIoU_unseen:') == 3  # and at the plan's end
+    run_tool(['test.py', cfg, 'wd/iter_6.pth', '--work-dir', 'wd_test'],
+             cwd=ws)
+    metrics = last_metrics(ws / 'wd_test')
+    for key in ('mIoU_seen', 'mIoU_unseen', 'hIoU'):
+        assert 0 <= metrics[key] <= 100
+    # the table's runner on the config's own data (docs/camvid.md's
+    # command, shrunk): no toy data made, the run named without a data seed
+    out = run_tool(['toy_table.py', cfg, '--data', 'config', '--seeds', '0',
+                    '--work-dir', 'table', '--tag', 'short',
+                    '--cfg-options', 'custom_hooks.0.stages.0.iters=2',
+                    'custom_hooks.0.stages.1.iters=2',
+                    'custom_hooks.0.stages.1.block_iters=1',
+                    'custom_hooks.0.stages.2.iters=2',
+                    'train_dataloader.batch_size=2'], cwd=ws)
+    results = json.loads((ws / 'table' / 'results.json').read_text())
+    assert set(results) == {'sign_camvid+short/own/0'}
+    assert sorted(os.listdir(ws / 'table')) == [
+        'results.json', 'results.json.lock', 'sign_camvid+short_seed0']
+    assert '| sign_camvid+short@self_train | 1 |' in out
+
+
+def test_table_data_seeds_are_for_the_toy_data():
+    import subprocess
+    import sys
+    proc = subprocess.run(
+        [sys.executable, str(REPO / 'tools/toy_table.py'),
+         str(REPO / 'configs/sign/sign_camvid.py'), '--data', 'config',
+         '--data-seeds', '1'], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 2
+    assert '--data-seeds is for the toy data' in proc.stderr

