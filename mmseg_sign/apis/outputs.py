@@ -7,7 +7,7 @@ from typing import Iterable, Optional, Sequence
 
 from mmengine.runner.checkpoint import save_checkpoint, weights_to_cpu
 
-from ..utils.atomic import atomic_write
+from ..utils.atomic import atomic_write, check_writable
 
 
 class AddClassesError(ValueError):
@@ -42,12 +42,10 @@ def _check_creatable(out_path: str) -> None:
             f'the output directory {out_path} cannot be created: '
             f'{ancestor} is {what}. Give a directory under an existing '
             'directory.')
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        target = 'written' if osp.isdir(out_path) else 'created'
-        raise AddClassesError(
-            f'the output directory {out_path} cannot be {target}: '
-            f'{ancestor} is not writable by this user. Give a directory '
-            'you can write to.')
+    try:  # proved by writing (os.access passes /proc for root)
+        check_writable(out_path, 'output directory')
+    except ValueError as err:
+        raise AddClassesError(str(err)) from None
 
 
 def check_out_dir(out, inputs: Iterable = (), force: bool = False) -> str:

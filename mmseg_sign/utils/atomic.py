@@ -37,6 +37,38 @@ def atomic_write(path: str, write: Callable[[str], None]) -> str:
     return path
 
 
+def check_writable(path: str, what: str = 'output') -> None:
+    """Prove that ``path`` (a file or folder to be written, which need not
+    exist) can be written, by writing: a temporary file is created and
+    removed in its nearest existing folder. ``os.access`` is not proof
+    (root passes it for ``/proc``, a read-only mount or a full disk).
+
+    Args:
+        path (str): the output.
+        what (str): its name in the message.
+
+    Raises:
+        ValueError: naming the folder, the reason and the fix.
+    """
+    folder = osp.abspath(osp.expanduser(os.fspath(path)))
+    if not osp.isdir(folder):
+        folder = osp.dirname(folder)
+    while not osp.lexists(folder):
+        folder = osp.dirname(folder)
+    if not osp.isdir(folder):
+        raise ValueError(f'the {what} {path} cannot be written: {folder} '
+                         'is a file, not a folder. Give another path.')
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix='.write-probe.')
+        os.close(fd)
+        os.remove(probe)
+    except OSError as err:
+        raise ValueError(
+            f'the {what} {path} cannot be written: creating a file in '
+            f'{folder} failed ({err.strerror or err}). Give a path you can '
+            'write to.') from None
+
+
 def same_file(a: str, b: str) -> bool:
     """Whether paths ``a`` and ``b`` name one file (real paths, or one
     inode: symlinks and hard links).
@@ -96,6 +128,7 @@ def check_output_file(out: str, inputs: Mapping[str, Optional[str]],
     if osp.isdir(out):
         raise ValueError(f'the output {out} is a directory; give a file '
                          f'name, e.g. {example}.')
+    check_writable(out)
 
 
 def check_output_dir(out: str, folders: Mapping[str, Optional[str]],

@@ -637,6 +637,10 @@ def test_tool_refuses_outputs_that_are_inputs(trained):
          r'cannot be created: \S*afile is a file'),
         (ckpt, root / 'dangling' / 'sub', [],
          r'cannot be created: \S*dangling is a broken link'),
+        # proved by writing: root passes os.access for /proc, and the old
+        # check failed after the refit with a raw FileNotFoundError
+        (ckpt, '/proc/sign_out', [],
+         r'cannot be written: creating a file in /proc failed'),
     ]
     os.symlink(root / 'nowhere', root / 'dangling')
     for checkpoint, out, extra, message in cases:

@@ -105,3 +105,37 @@ def test_amp_dtype_is_checked_before_the_run(workspace):
                   str(workspace / 'wd_bad'), '--amp-dtype', 'float64'],
                  workspace)
     assert not osp.exists(str(workspace / 'wd_bad' / 'iter_1.pth'))
+
+
+def test_resuming_float16_without_amp_says_what_it_does(workspace,
+                                                       fp16_run):
+    """Issue 34: --resume of a float16 run without --amp continues in
+    float32 (a choice), and the log says so, with the loss scales dropped
+    and the flag that keeps the run's precision."""
+    wd, _ = fp16_run
+    wd2 = workspace / 'wd_fp16_as_fp32'
+    wd2.mkdir()
+    ckpt = wd2 / 'iter_5.pth'
+    shutil.copy(osp.join(wd, 'iter_5.pth'), ckpt)
+    (wd2 / 'last_checkpoint').write_text(str(ckpt))
+    out = run_tool(['train.py', str(workspace / 'sign.py'), '--work-dir',
+                    str(wd2), '--resume'], workspace)
+    assert 'the checkpoint was trained with float16 mixed precision and ' \
+        'this run has none (no --amp): it continues in float32; the ' \
+        'float16 loss scales of' in out
+    assert 'resume with --amp --amp-dtype float16' in out
+    assert 'Mixed precision:' not in out  # float32 indeed
+    optim = torch.load(str(wd2 / 'iter_10.pth'),
+                       map_location='cpu')['optimizer']
+    assert not any('loss_scaler' in s for s in optim.values())
+    # the run resumed with its own precision logs nothing of the kind
+    wd3 = workspace / 'wd_fp16_again'
+    wd3.mkdir()
+    shutil.copy(osp.join(wd, 'iter_5.pth'), wd3 / 'iter_5.pth')
+    (wd3 / 'last_checkpoint').write_text(str(wd3 / 'iter_5.pth'))
+    out = run_tool(['train.py', str(workspace / 'sign.py'), '--work-dir',
+                    str(wd3), '--resume', '--amp-dtype', 'float16',
+                    '--cfg-options', 'custom_hooks.0.stages.2.iters=1'],
+                   workspace)
+    assert 'mixed precision and this run has none' not in out
+    assert 'trained in float32' not in out

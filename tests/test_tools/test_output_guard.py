@@ -55,6 +55,13 @@ def test_toy_table_out_onto_its_config_or_results(ws):
              str(wd / 'results.json')], ws, [wd / 'results.json'],
             'is the results file')
     assert not (wd / 'data0').exists()  # refused before any work
+    # an output that cannot be written is found by writing, before the
+    # runs (it used to fail after all of them)
+    for flag in ('--picture', '--out'):
+        refused(['toy_table.py', str(cfg), *common, flag,
+                 '/proc/sign/predictions.png'], ws, [wd / 'results.json'],
+                'cannot be written: creating a file in /proc failed')
+    assert not (wd / 'data0').exists()
 
 
 def test_toy_table_damaged_results_named(ws):

@@ -54,3 +54,26 @@ val_dataloader = dict(
 test_dataloader = val_dataloader
 val_evaluator = dict(type='GZSLIoUMetric')
 test_evaluator = val_evaluator
+
+# test-time augmentation (``tools/test.py --tta``; ``tta_model`` comes from
+# mmseg's default_runtime.py): the photograph at img_ratios of its size,
+# each with and without a horizontal flip; the logits are averaged
+img_ratios = [0.75, 1.0, 1.25, 1.5]
+tta_pipeline = [
+    dict(type='LoadImageFromFile', backend_args=None),
+    dict(
+        type='TestTimeAug',
+        transforms=[
+            [
+                dict(type='Resize', scale_factor=r, keep_ratio=True)
+                for r in img_ratios
+            ],
+            [
+                dict(type='RandomFlip', prob=0., direction='horizontal'),
+                dict(type='RandomFlip', prob=1., direction='horizontal')
+            ],
+            [dict(type='LoadAnnotations')],
+            [dict(type='CheckSegLabels')],
+            [dict(type='PackSegInputs')],
+        ])
+]

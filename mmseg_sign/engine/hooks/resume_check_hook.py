@@ -38,6 +38,47 @@ class ResumeCheckHook(Hook):
         for plan in plans:
             self._check_plan_reaches(plan, checkpoint)
         self._start_new_wrappers_fresh(runner, checkpoint)
+        self._say_precision_change(runner, checkpoint)
+
+    @staticmethod
+    def _say_precision_change(runner, checkpoint: dict) -> None:
+        """``--resume`` of a mixed-precision run without ``--amp`` (or the
+        other way round) trains on in the new precision; float16 loss
+        scales are dropped. Allowed (it is a choice), but the log says
+        what happens and how to keep the run's precision."""
+        import re
+        saved = checkpoint.get('optimizer')
+        saved = saved if isinstance(saved, dict) else {}
+        scaled = sorted(n for n, s in saved.items()
+                        if isinstance(s, dict) and s.get('loss_scaler'))
+        meta = checkpoint.get('meta')
+        text = meta.get('cfg', '') if isinstance(meta, dict) else ''
+        text = text if isinstance(text, str) else ''
+        dtypes = set(re.findall(r"dtype\s*=\s*'(float16|bfloat16)'", text))
+        was = 'float16' if scaled else (
+            dtypes.pop() if len(dtypes) == 1 and re.search(
+                r'MixedPrecisionOptimWrapper|AmpOptimWrapper', text)
+            else None)
+        wrappers = getattr(runner.optim_wrapper, 'optim_wrappers', None) \
+            or {'optim_wrapper': runner.optim_wrapper}
+        now = {str(getattr(w, 'cast_dtype', None) or '').replace(
+            'torch.', '') for w in wrappers.values()} - {'', 'None'}
+        if was and not now:
+            dropped = (f'; the float16 loss scales of {scaled} are dropped'
+                       if scaled else '')
+            print_log(
+                f'Resuming: the checkpoint was trained with {was} mixed '
+                f'precision and this run has none (no --amp): it continues '
+                f'in float32{dropped}. To continue as it was trained, '
+                f'resume with --amp --amp-dtype {was}.',
+                logger='current', level=logging.WARNING)
+        elif now and not was and saved:
+            print_log(
+                f'Resuming: the checkpoint was trained in float32 and this '
+                f'run uses {"/".join(sorted(now))} mixed precision (--amp): '
+                'it continues in mixed precision'
+                + (' with a fresh loss scale' if 'float16' in now else '')
+                + '.', logger='current', level=logging.WARNING)
 
     @staticmethod
     def _check_plan_reaches(plan, checkpoint: dict) -> None:
