@@ -50,7 +50,8 @@ def test_benchmark_tool_prints_every_row():
     cmd = [sys.executable, osp.join(REPO, 'tools/analysis/benchmark.py'),
            osp.join(REPO, 'configs/sign/sign_toy.py'), '--crop', '64', '64',
            '--sizes', '64x64', '80x96', '--warmup', '0', '--repeats', '1',
-           '--batch-size', '2']
+           '--batch-size', '2', '--cfg-options',
+           'model.train_cfg.ce_scales=[1.0,0.75]']
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
                           env=dict(os.environ, PYTHONWARNINGS='ignore'))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -62,7 +63,12 @@ def test_benchmark_tool_prints_every_row():
                 'SIGN: transfer iteration (G, D, C on real + fake seen)',
                 'SIGN: transfer iteration (C on synthetic)',
                 'SIGN: self_train iteration', '| 64x64 |', '| 80x96 |',
+                'SIGN: train iteration (CE at scales (1.0, 0.75))',
                 'SIGN train (single-scale CE) / baseline train',
+                # self-training repeats the train update at the config's
+                # CE scales: compared with that row (issue 32)
+                'self_train / SIGN train (same CE scales)',
+                'self_train / SIGN train (single-scale CE)',
                 'transfer (mean of its iterations) / SIGN train',
                 'inference 80x96: SIGN / baseline'):
         assert row in out, row
