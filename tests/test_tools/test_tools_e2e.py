@@ -365,3 +365,34 @@ def test_cpu_randomness_hook_changes_nothing_on_a_cpu(workspace, sign_run):
     wd2 = workspace / 'wd_sign_cpu_draws'
     run_tool(['train.py', cfg2, '--work-dir', str(wd2)], workspace)
     assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))
+
+
+def test_spnet_config_with_a_sign_checkpoint(workspace, sign_run):
+    """Issue 34: --resume of an SPNet run from a SIGN checkpoint is a clear
+    error naming both models' weights (it was a raw KeyError on an
+    optimizer state); load_from one loads what matches and says so in one
+    warning with the counts (fine-tuning from another model is allowed)."""
+    _, wd, _ = sign_run
+    spnet = write_config(workspace / 'spnet.py',
+                         'configs/baselines/spnet_toy.py',
+                         'train_cfg = dict(max_iters=2, val_interval=2)\n')
+    res = workspace / 'wd_spnet_resume'
+    res.mkdir()
+    shutil.copy(osp.join(wd, 'iter_4.pth'), res / 'iter_4.pth')
+    (res / 'last_checkpoint').write_text(str(res / 'iter_4.pth'))
+    with pytest.raises(AssertionError) as err:
+        run_tool(['train.py', spnet, '--work-dir', str(res), '--resume',
+                  '--cfg-options', 'train_cfg.max_iters=6'], workspace)
+    log = str(err.value)
+    assert 'it was written by another model than' in log
+    assert 'missing from the checkpoint: 8 of the model' in log
+    assert 'unexpected in the checkpoint (not in the model)' in log
+    assert 'give them as load_from=PATH in another work dir' in log
+    assert "KeyError: 'param_groups'" not in log
+    assert not (res / 'iter_6.pth').exists()
+    out = run_tool(['train.py', spnet, '--work-dir',
+                    str(workspace / 'wd_spnet_load'), '--cfg-options',
+                    f'load_from={osp.join(wd, "iter_4.pth")}'], workspace)
+    assert 'the checkpoint matches this model in part; the weights that ' \
+        'match are loaded, the others keep their initialisation' in out
+    assert 'missing from the checkpoint: 8 of the model' in out

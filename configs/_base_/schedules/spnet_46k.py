@@ -33,6 +33,7 @@ default_hooks = dict(
     # the split for the head and the metric, and the first-sample dry run
     # (mmseg_sign/engine/hooks)
     sign_split=dict(type='ClassSplitHook'),
+    sign_resume=dict(type='ResumeCheckHook'),  # --resume / load_from checks
     sign_dry_run=dict(type='DryRunHook'),
     # one training run per work dir, whatever starts it
     sign_lock=dict(type='WorkDirLockHook'))

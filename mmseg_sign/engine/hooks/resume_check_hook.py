@@ -8,6 +8,7 @@ from mmengine.logging import print_log
 from mmseg.registry import HOOKS
 from ...structures.stage_plan import gan_parts_used
 from ...utils.state_dict import strip_module_prefix
+from ..checkpoint_checks import checkpoint_mismatches
 from .runner_state import is_resuming, is_training, unwrap_model
 
 
@@ -34,11 +35,50 @@ class ResumeCheckHook(Hook):
         if not is_resuming(runner):
             for plan in plans:
                 self._check_gan_weights(runner, plan, checkpoint)
+            self._say_partial_load(runner, checkpoint)
             return
+        self._check_same_model(runner, checkpoint)
         for plan in plans:
             self._check_plan_reaches(plan, checkpoint)
         self._start_new_wrappers_fresh(runner, checkpoint)
         self._say_precision_change(runner, checkpoint)
+
+    @staticmethod
+    def _check_same_model(runner, checkpoint: dict) -> None:
+        """``--resume`` continues a run with its own model and optimizer
+        states: a checkpoint of another model (e.g. a SIGN run's in an
+        SPNet config) would fail later on an optimizer's state (a raw
+        ``KeyError``) or load a part of the weights."""
+        problems = checkpoint_mismatches(unwrap_model(runner), checkpoint,
+                                         inference=False)
+        if problems:
+            source = runner.cfg.get('load_from') or \
+                "the work dir's last checkpoint"
+            config = runner.cfg.filename or 'this config'
+            raise ValueError(
+                f'--resume from {source}: it was written by another model '
+                f"than {config}'s:\n  - " + '\n  - '.join(problems) +
+                '\n--resume continues a run with its own model and '
+                'optimizer states. To start a new run from these weights '
+                'instead, give them as load_from=PATH in another work dir '
+                '(what matches is loaded; the rest keeps its '
+                'initialisation).')
+
+    @staticmethod
+    def _say_partial_load(runner, checkpoint: dict) -> None:
+        """``load_from`` a checkpoint that matches the model in part
+        (e.g. a SIGN checkpoint in an SPNet config: the backbone only):
+        allowed (fine-tuning from another model), said in one warning
+        with the counts, not only in mmengine's key lists."""
+        problems = checkpoint_mismatches(unwrap_model(runner), checkpoint,
+                                         inference=False)
+        if problems:
+            print_log(
+                f'load_from {runner.cfg.get("load_from")}: the checkpoint '
+                'matches this model in part; the weights that match are '
+                'loaded, the others keep their initialisation:\n  - '
+                + '\n  - '.join(problems), logger='current',
+                level=logging.WARNING)
 
     @staticmethod
     def _say_precision_change(runner, checkpoint: dict) -> None:
