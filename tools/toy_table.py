@@ -103,6 +103,12 @@ def main():
         args.data_seeds = [0, 1, 2]
     if args.jobs < 1:
         parser.error(f'--jobs must be >= 1, got {args.jobs}.')
+    for what, values in (('--seeds', args.seeds),
+                         ('--data-seeds', args.data_seeds),
+                         ('configs', [osp.realpath(c) for c in args.configs])):
+        twice = sorted({str(v) for v in values if values.count(v) > 1})
+        if twice:  # the same run twice (two jobs would train it at once)
+            parser.error(f'{what} names {", ".join(twice)} more than once.')
     bad = [s for s in args.seeds + args.data_seeds if s != OWN_DATA and s < 0]
     if bad:
         parser.error(f'--seeds / --data-seeds must be >= 0, got {bad}.')

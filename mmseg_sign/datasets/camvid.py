@@ -1,4 +1,4 @@
-"""CamVid (SegNet tutorial layout, converted) with a 7 seen / 3 unseen split."""
+"""CamVid (the SegNet tutorial's, converted), 7 seen / 3 unseen classes."""
 import copy
 from typing import Optional
 

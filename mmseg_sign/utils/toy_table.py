@@ -22,6 +22,19 @@ REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 KEYS = ('mIoU_seen', 'mIoU_unseen', 'hIoU')
 
+# Runs the command in argv[1:] after asking Linux to send it SIGTERM when
+# the thread that started it dies (prctl PR_SET_PDEATHSIG, kept across
+# exec): a table killed even by `kill -9` leaves no run training on as an
+# orphan. (subprocess's preexec_fn would do it too, but is not safe in the
+# runner's threads.)
+_DIE_WITH_PARENT = (
+    'import ctypes, os, signal, sys\n'
+    'if sys.platform.startswith("linux"):\n'
+    '    ctypes.CDLL(None).prctl(1, signal.SIGTERM)\n'
+    '    if os.getppid() != int(sys.argv[1]):\n'
+    '        sys.exit("toy_table: the table process is gone")\n'
+    'os.execv(sys.argv[2], sys.argv[2:])\n')
+
 
 def stage_ends(cfg_path: str) -> dict:
     """``{stage name: last iteration}`` of the config's plan (the last
@@ -73,7 +86,9 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
     if threads:
         env['OMP_NUM_THREADS'] = str(threads)
     start = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, '-c', _DIE_WITH_PARENT, str(os.getpid()), *cmd],
+        capture_output=True, text=True, env=env)
     if proc.returncode:
         raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
     return time.time() - start

@@ -233,6 +233,12 @@ def test_sign_camvid_trains_and_tests(converted, tmp_path):
     metrics = last_metrics(ws / 'wd_test')
     for key in ('mIoU_seen', 'mIoU_unseen', 'hIoU'):
         assert 0 <= metrics[key] <= 100
+    # where the unseen classes' pixels go (docs/camvid.md's analysis)
+    out = run_tool(['analysis/unseen_confusion.py', cfg, 'wd/iter_6.pth'],
+                   cwd=ws)
+    for name in ('pavement', 'car', 'pedestrian'):
+        assert f'| {name} (unseen) |' in out or f'| {name} | 0 |' in out
+    assert 'are labelled unseen.' in out
     # the table's runner on the config's own data (docs/camvid.md's
     # command, shrunk): no toy data made, the run named without a data seed
     out = run_tool(['toy_table.py', cfg, '--data', 'config', '--seeds', '0',

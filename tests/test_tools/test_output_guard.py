@@ -157,11 +157,21 @@ def test_benchmark_arguments_checked_first(args, message):
     (['--jobs', '-3'], '--jobs must be >= 1, got -3'),
     (['--data-seeds', '-1'], 'must be >= 0, got [-1]'),
     (['--tag', 'a/b', '--cfg-options', 'x=1'], "--tag 'a/b': it names run"),
+    # the same run twice: two jobs would train it at once
+    (['--seeds', '0', '0', '--jobs', '2'], '--seeds names 0 more than once'),
+    (['--data-seeds', '1', '1'], '--data-seeds names 1 more than once'),
 ])
 def test_toy_table_arguments_checked_first(tmp_path, args, message):
     rc, out = tool(['toy_table.py', TOY, '--work-dir', str(tmp_path / 'w'),
                     *args], REPO)
     assert rc == 2 and message in out, out
+    assert not (tmp_path / 'w').exists()
+
+
+def test_toy_table_config_named_twice(tmp_path):
+    rc, out = tool(['toy_table.py', TOY, TOY, '--work-dir',
+                    str(tmp_path / 'w')], REPO)
+    assert rc == 2 and 'configs names' in out and 'more than once' in out
     assert not (tmp_path / 'w').exists()
 
 

@@ -148,3 +148,60 @@ def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
         start = datetime.strptime(stamp, '%Y%m%d_%H%M%S').timestamp()
         spans.append((start, start + results[f'{stem}/5/0']['seconds']))
     assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1], spans
+
+
+def _running(pid):
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        with open(f'/proc/{pid}/status') as f:
+            return 'State:\tZ' not in f.read()
+    except OSError:
+        return False
+
+
+def _train_children(work_dir):
+    """Pids of the tools/train.py processes training into ``work_dir``."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open(f'/proc/{entry}/cmdline', 'rb') as f:
+                    argv = f.read().split(b'\0')
+            except OSError:
+                continue
+            if any(a.endswith(b'tools/train.py') for a in argv) and any(
+                    str(work_dir).encode() in a for a in argv):
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'),
+                    reason='PR_SET_PDEATHSIG is Linux-only')
+def test_killed_table_leaves_no_run_training(tmp_path):
+    """Issue 34: `kill -9` of tools/toy_table.py stops its runs too (they
+    trained on as orphans)."""
+    import signal
+    import time
+    wd = tmp_path / 'table'
+    cmd = [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
+           osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
+           '--data-seeds', '5', '--work-dir', str(wd)]
+    env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
+    table = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    children = []
+    while not children and time.time() < deadline:
+        time.sleep(0.5)
+        children = _train_children(wd)
+    assert children, 'no training run started'
+    time.sleep(2)  # the run is under way
+    os.kill(table.pid, signal.SIGKILL)
+    table.wait()
+    deadline = time.time() + 30
+    while any(map(_running, children)) and time.time() < deadline:
+        time.sleep(0.5)
+    alive = [p for p in children if _running(p)]
+    for pid in alive:  # do not leave it to the rest of the suite
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, 'the run trained on after the table was killed'
