@@ -37,6 +37,8 @@ unknown run or stage.
   ``--sweep custom_hooks.0.stages.2.temperature=0.05,0.2,2,20``.
 * ``--picture PNG``: each config's final predictions next to the ground
   truth (first data seed and training seed).
+* ``--report-only``: no training; each row over the stored runs it has
+  (the ``runs`` column says how many).
 * ``--data config``: the configs' own data and class embeddings instead
   of the toy data (no data seeds), e.g. the CamVid table of docs/camvid.md.
 * ``--jobs N`` trains N runs at once, each with ``OMP_NUM_THREADS`` =
@@ -86,6 +88,10 @@ def main():
                         help='with --sweep: mIoU against the value')
     parser.add_argument('--jobs', type=int, default=1,
                         help='runs trained at once')
+    parser.add_argument(
+        '--report-only', action='store_true',
+        help='train nothing: the table of the stored runs (each row over '
+        'the runs it has, e.g. baselines over 1 seed, SIGN over 3)')
     parser.add_argument('--metric', default='hIoU', choices=KEYS,
                         help='of the per-data-seed table')
     parser.add_argument('--work-dir', default='work_dirs/toy_table')
@@ -183,6 +189,8 @@ def main():
             rows[label or target] = (stem, stage)
     todo = [r for r in runs
             if f'{stem_of(r[0], r[1])}/{r[3]}/{r[4]}' not in results]
+    if args.report_only:
+        todo = []
     failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs)
     if failed:  # the other runs are kept: a repeated command skips them
         raise SystemExit('\n'.join(['runs failed:', *failed]))

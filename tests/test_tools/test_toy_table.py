@@ -88,6 +88,15 @@ def test_runner_records_every_stage_and_draws(tmp_path):
                            timeout=600)
     assert again.returncode == 0 and 'sign_toy/5/0 {' not in again.stdout
     assert json.loads((wd / 'results.json').read_text()) == results
+    # --report-only trains nothing: a seed with no stored run is left out
+    # of its rows (the runs column says 1)
+    report = subprocess.run(
+        [*cmd[:4], '0', '1', *cmd[5:], '--report-only'], capture_output=True,
+        text=True, env=env, timeout=600)
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert '| SIGN + AST | 1 |' in report.stdout
+    assert not (wd / 'sign_toy_data5_seed1').exists()
+    assert json.loads((wd / 'results.json').read_text()) == results
     # without the --cfg-options it is another run: refused, not passed off
     # as the config's own (issue 34)
     other = subprocess.run(cmd[:-len(SHORT_PLAN) - 1], capture_output=True,
