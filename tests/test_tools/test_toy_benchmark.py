@@ -114,3 +114,42 @@ def test_count_iteration_by_hand():
     calls, flops = count_iteration(lambda: lin(x).sum().backward())
     assert flops == 3 * 2 * 4 * 6 * 5
     assert calls >= 4  # mm forward, sum, its backward, two mm backward
+
+
+def test_use_foreach_counts_what_a_gpu_launches():
+    """benchmark.py --foreach: every optimizer of a wrapper dict steps with
+    torch's foreach kernels (a GPU's default), which the count sees as one
+    call per operation instead of one per parameter; the update is the
+    same."""
+    import torch
+    from mmengine.optim import OptimWrapper, OptimWrapperDict
+
+    from mmseg_sign.utils.op_audit import count_iteration, use_foreach
+
+    def setup():
+        g = torch.Generator().manual_seed(0)
+        params = [torch.nn.Parameter(torch.randn(3, generator=g))
+                  for _ in range(6)]
+        wrappers = OptimWrapperDict(
+            a=OptimWrapper(torch.optim.SGD(params[:3], lr=0.1,
+                                           momentum=0.9)),
+            b=OptimWrapper(torch.optim.Adam(params[3:], lr=0.1)))
+
+        def step():
+            for i, p in enumerate(params):
+                p.grad = torch.full((3, ), float(i + 1))
+            for w in wrappers.values():
+                w.step()
+        return params, wrappers, step
+
+    loop_params, _, loop_step = setup()
+    params, wrappers, step = setup()
+    loop_step(), step()  # momentum / Adam states exist
+    per_param, _ = count_iteration(loop_step)
+    use_foreach(wrappers)
+    assert all(g['foreach'] for w in wrappers.values()
+               for g in w.optimizer.param_groups)
+    foreach, _ = count_iteration(step)
+    assert foreach < per_param
+    for a, b in zip(params, loop_params):  # two steps each
+        torch.testing.assert_close(a, b)

@@ -38,7 +38,7 @@ from mmseg_sign.utils.benchmark import (benchmark_models, measure_inference,
                                         measure_training, print_tables,
                                         random_batch)
 from mmseg_sign.utils.cli import merge_cfg_options
-from mmseg_sign.utils.op_audit import print_counts
+from mmseg_sign.utils.op_audit import print_counts, use_foreach
 
 
 MIN_SIZE = 32  # smallest benchmark input: 4×4 features at output stride 8
@@ -65,6 +65,11 @@ def parse_args(argv=None):
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
                         help='override config settings, e.g. '
                         'model.neck.encoder_cfg.key_pool=4')
+    parser.add_argument(
+        '--foreach', action='store_true',
+        help="every optimizer (SIGN's and the baseline's) steps with torch's "
+        'foreach kernels, its default on a GPU (a CPU steps parameter by '
+        'parameter): --count then counts the launches a GPU makes')
     parser.add_argument('--count', action='store_true',
                         help='also count the ATen operator calls and FLOPs '
                         'of one iteration of each training row')
@@ -127,6 +132,8 @@ def main():
           + f', amp {amp_dtype or False}, batch {args.batch_size}, crop '
           f'{args.crop[0]}x{args.crop[1]}, config {args.config}')
     models = benchmark_models(cfg, device, amp_dtype, args.crop)
+    if args.foreach:
+        use_foreach(models['base_ow'], models['sign_ow'])
     batch = random_batch(args.batch_size, args.crop, models['num_classes'],
                          models['unseen'])
     counts = {} if args.count else None
