@@ -85,8 +85,8 @@ def draw_predictions(cfg, checkpoint, out_file, num_images, scale,
 
 def draw_comparison(models, data_cfg, out_file, num_images=4, scale=None,
                     device='cpu'):
-    """The first test images, their ground truth and each model's
-    prediction side by side (the paper's qualitative figure), unseen
+    """Test images spread over the test set, their ground truth and each
+    model's prediction side by side (the paper's qualitative figure), unseen
     classes outlined in white and named in red in the legend; predictions
     are drawn on the scored (non-void) pixels.
 
@@ -109,16 +109,18 @@ def draw_comparison(models, data_cfg, out_file, num_images=4, scale=None,
         dict(type='SegLocalVisualizer', name='toy_comparison', alpha=0.6))
     visualizer.dataset_meta = dict(classes=classes, palette=meta['palette'])
     count = min(num_images, len(dataset))
-    samples = [dataset[i] for i in range(count)]
+    # spread over the test set (consecutive video frames look alike)
+    indices = np.linspace(0, len(dataset) - 1, count).round().astype(int)
+    samples = [dataset[int(i)] for i in indices]
     if scale is None:
         scale = max(1, 384 // samples[0]['inputs'].shape[-1])
     preds = [[] for _ in range(count)]
     for _, cfg, checkpoint in models:
         model = init_model(cfg, checkpoint, device=device)
-        for index in range(count):
+        for row, index in enumerate(indices):
             result = inference_model(
-                model, dataset.get_data_info(index)['img_path'])
-            preds[index].append(result.pred_sem_seg.data[0].cpu().numpy())
+                model, dataset.get_data_info(int(index))['img_path'])
+            preds[row].append(result.pred_sem_seg.data[0].cpu().numpy())
         del model
     rows = []
     for sample, row_preds in zip(samples, preds):
