@@ -12,8 +12,11 @@ Each config runs once per (data seed, training seed) with tools/train.py
 on ``make_toy_dataset(val_size=(96, 96), seed=DATA_SEED)`` (50 test images
 of 96×96, larger than the 64×64 training crops, as in the paper's PE
 study). Each run's metrics go to ``WORK_DIR/results.json`` as it ends
-(under a lock: tables sharing a work dir keep each other's runs); runs
-already there are skipped, so a command can be repeated or extended. A run
+(under a lock: tables sharing a work dir keep each other's runs), and
+first beside the run (``toy_table_run.json``: a run whose result could not
+be stored is stored by the next command, not retrained); runs already
+there are skipped, so a command can be repeated or extended (remove a
+run's folder and its entry to train it again). A run
 is known by what it ran (``key``: a hash of the resolved config with its
 ``--cfg-options``): a stored run under a name this command uses that ran
 something else (a config of the same file name, other options without
@@ -56,9 +59,10 @@ from mmengine.config import Config
 
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
 from mmseg_sign.utils.toy_results import read_results
-from mmseg_sign.utils.toy_table import (KEYS, OWN_DATA, config_value,
-                                        foreign_runs, row_stem, run_dir_name,
-                                        stage_ends, sweep_points, table,
+from mmseg_sign.utils.toy_table import (KEYS, OWN_DATA, adopt_finished_runs,
+                                        config_value, foreign_runs, row_stem,
+                                        run_dir_name, stage_ends,
+                                        sweep_points, table,
                                         table_by_data_seed, train_runs)
 from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
 
@@ -150,8 +154,12 @@ def main():
     os.makedirs(wd, exist_ok=True)
     try:
         results = read_results(path)
-    except ValueError as err:
+        adopted = adopt_finished_runs(wd, results)
+    except (OSError, ValueError) as err:
         parser.error(str(err))
+    if adopted:  # trained before, but the results file was not written
+        print(f'stored the finished runs {adopted} (their results were '
+              f'kept beside them) in {path}', flush=True)
     # checked before anything trains: what the command names exists, and
     # no stored run under a name it uses ran something else
     if args.sweep:

@@ -1,6 +1,7 @@
 """Toy tables: shipped configs trained with tools/train.py on the built-in
 toy data over training seeds and toy data seeds, and the markdown table of
 their mean ± std (``tools/toy_table.py``, docs/toy_results.md)."""
+import glob
 import json
 import os
 import os.path as osp
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -15,6 +17,7 @@ from mmengine.config import Config
 
 from ..datasets.toy_data import make_toy_dataset
 from ..structures.stage_plan import StagePlan
+from .atomic import atomic_write
 from .logs import logged_records
 from .toy_results import read_results, record_run, run_key
 
@@ -232,10 +235,55 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
             if future.exception() is not None:
                 failed.append(f'{name}: {future.exception()}')
                 continue
-            results.update(record_run(path, name,
-                                      dict(future.result(), key=key)))
+            stem, data_seed, seed = name.split('/')
+            # first beside the run (a few bytes), so that a results file
+            # that cannot be written loses nothing (adopt_finished_runs)
+            kept = osp.join(wd, run_dir_name(stem, data_seed, int(seed)),
+                            RUN_RESULT)
+            result = dict(future.result(), key=key)
+            text = json.dumps(dict(name=name, run=result))
+            try:
+                atomic_write(kept, lambda tmp: Path(tmp).write_text(text))
+                results.update(record_run(path, name, result))
+            except (OSError, ValueError) as err:
+                failed.append(
+                    f'{name}: trained, but not stored in {path} ({err}); '
+                    f'its result is kept in {kept} and the next command '
+                    'on this work dir stores it (no retraining)')
+                continue
             print(name, json.dumps(results[name]), flush=True)
     return failed
+
+
+#: a finished run's result, beside its checkpoints
+RUN_RESULT = 'toy_table_run.json'
+
+
+def adopt_finished_runs(wd: str, results: dict) -> list:
+    """Store the finished runs of ``wd`` whose result never reached
+    ``WD/results.json`` (the file could not be written: disk full, a size
+    limit, damaged meanwhile): their :data:`RUN_RESULT` files.
+
+    Args:
+        wd (str): the table's work dir.
+        results (dict): the stored runs, updated in place.
+
+    Returns:
+        list[str]: the names adopted.
+    """
+    path = osp.join(wd, 'results.json')
+    adopted = []
+    for kept in sorted(glob.glob(osp.join(wd, '*', RUN_RESULT))):
+        try:
+            with open(kept) as f:
+                entry = json.load(f)
+            name, run = entry['name'], entry['run']
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not ours, or written half: the run is retrained
+        if name not in results:
+            results.update(record_run(path, name, run))
+            adopted.append(name)
+    return adopted
 
 
 def row_stem(cfg_path: str, amp_dtype=None, tag=None) -> str:

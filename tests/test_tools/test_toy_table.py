@@ -214,3 +214,43 @@ def test_killed_table_leaves_no_run_training(tmp_path):
     for pid in alive:  # do not leave it to the rest of the suite
         os.kill(pid, signal.SIGKILL)
     assert not alive, 'the run trained on after the table was killed'
+
+
+def test_a_result_that_cannot_be_stored_is_not_lost(tmp_path, monkeypatch):
+    """Issue 34: results.json cannot be written when a run ends (a size
+    limit's `[Errno 27] File too large`, a full disk): the run's result is
+    kept beside it, the failure names both files, and the next command
+    stores it without retraining."""
+    from mmseg_sign.utils import toy_table as tt
+    wd = tmp_path / 'table'
+    wd.mkdir()
+    cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
+
+    def too_large(path, name, run):
+        raise OSError(27, 'File too large')
+
+    monkeypatch.setattr(tt, 'record_run', too_large)
+    monkeypatch.setenv('OMP_NUM_THREADS', '1')
+    results = {}
+    failed = tt.train_runs([(cfg, 'short', SHORT_PLAN, 5, 0)], str(wd),
+                           results)
+    kept = wd / 'sign_toy+short_data5_seed0' / tt.RUN_RESULT
+    assert len(failed) == 1 and 'trained, but not stored in' in failed[0]
+    assert 'File too large' in failed[0] and str(kept) in failed[0]
+    assert results == {} and not (wd / 'results.json').exists()
+    monkeypatch.undo()
+    # the next command: adopted, with its key, nothing trained
+    results = {}
+    assert tt.adopt_finished_runs(str(wd), results) == ['sign_toy+short/5/0']
+    stored = json.loads((wd / 'results.json').read_text())
+    assert set(stored) == {'sign_toy+short/5/0'}
+    run = stored['sign_toy+short/5/0']
+    from mmseg_sign.utils.toy_results import run_key
+    assert run['key'] == run_key(cfg, None, SHORT_PLAN)
+    assert set(run) >= {'train', 'transfer', 'self_train', 'seconds'}
+    # once stored, it is not adopted again; a damaged file is skipped
+    assert tt.adopt_finished_runs(str(wd), results) == []
+    other = wd / 'other_data5_seed0'
+    other.mkdir()
+    (other / tt.RUN_RESULT).write_text('{"name": "other/5/0", "ru')
+    assert tt.adopt_finished_runs(str(wd), results) == []
