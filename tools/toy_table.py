@@ -58,12 +58,11 @@ from pathlib import Path
 from mmengine.config import Config
 
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
-from mmseg_sign.utils.toy_results import read_results
-from mmseg_sign.utils.toy_table import (KEYS, OWN_DATA, adopt_finished_runs,
-                                        config_value, foreign_runs, row_stem,
-                                        run_dir_name, stage_ends,
-                                        sweep_points, table,
-                                        table_by_data_seed, train_runs)
+from mmseg_sign.utils.toy_markdown import KEYS, table, table_by_data_seed
+from mmseg_sign.utils.toy_results import adopt_finished_runs, read_results
+from mmseg_sign.utils.toy_table import (OWN_DATA, config_value, foreign_runs,
+                                        row_stem, run_dir_name, stage_ends,
+                                        sweep_points, train_runs)
 from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
 
 

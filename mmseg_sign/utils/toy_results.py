@@ -3,6 +3,7 @@ add a run under a lock, and know a run by what it ran."""
 import argparse
 import fcntl
 import functools
+import glob
 import hashlib
 import json
 import os.path as osp
@@ -97,3 +98,52 @@ def record_run(path: str, name: str, run: dict) -> dict:
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return results
+
+
+#: a finished run's result, beside its checkpoints
+RUN_RESULT = 'toy_table_run.json'
+
+
+def keep_run(run_dir: str, name: str, run: dict) -> str:
+    """Write a finished run's result beside its checkpoints (atomically),
+    before it goes to the results file: a results file that cannot be
+    written then loses nothing (:func:`adopt_finished_runs`).
+
+    Args:
+        run_dir (str): the run's work dir.
+        name (str): its key in the results file.
+        run (dict): its result.
+
+    Returns:
+        str: the file written.
+    """
+    text = json.dumps(dict(name=name, run=run))
+    return atomic_write(osp.join(run_dir, RUN_RESULT),
+                        lambda tmp: Path(tmp).write_text(text))
+
+
+def adopt_finished_runs(wd: str, results: dict) -> list:
+    """Store the finished runs of ``wd`` whose result never reached
+    ``WD/results.json`` (the file could not be written: disk full, a size
+    limit, damaged meanwhile): their :data:`RUN_RESULT` files.
+
+    Args:
+        wd (str): the table's work dir.
+        results (dict): the stored runs, updated in place.
+
+    Returns:
+        list[str]: the names adopted.
+    """
+    path = osp.join(wd, 'results.json')
+    adopted = []
+    for kept in sorted(glob.glob(osp.join(wd, '*', RUN_RESULT))):
+        try:
+            with open(kept) as f:
+                entry = json.load(f)
+            name, run = entry['name'], entry['run']
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not ours, or written half: the run is retrained
+        if name not in results:
+            results.update(record_run(path, name, run))
+            adopted.append(name)
+    return adopted

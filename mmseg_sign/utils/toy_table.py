@@ -1,7 +1,7 @@
-"""Toy tables: shipped configs trained with tools/train.py on the built-in
-toy data over training seeds and toy data seeds, and the markdown table of
-their mean ± std (``tools/toy_table.py``, docs/toy_results.md)."""
-import glob
+"""Toy tables' runs: shipped configs trained with tools/train.py on the
+built-in toy data (or their own) over training seeds and toy data seeds
+(``tools/toy_table.py``, docs/toy_results.md); the markdown is
+:mod:`.toy_markdown`, the results file :mod:`.toy_results`."""
 import json
 import os
 import os.path as osp
@@ -9,21 +9,18 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from pathlib import Path
 
-import numpy as np
 import torch
 from mmengine.config import Config
 
 from ..datasets.toy_data import make_toy_dataset
 from ..structures.stage_plan import StagePlan
-from .atomic import atomic_write
 from .logs import logged_records
-from .toy_results import read_results, record_run, run_key
+from .toy_markdown import KEYS
+from .toy_results import RUN_RESULT, keep_run, record_run, run_key
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-KEYS = ('mIoU_seen', 'mIoU_unseen', 'hIoU')
 
 # Runs the command in argv[1:] after asking Linux to send it SIGTERM when
 # the thread that started it dies (prctl PR_SET_PDEATHSIG, kept across
@@ -228,62 +225,30 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
         futures = {pool.submit(run, c, wd, d, s, amp_dtype, options, tag,
                                threads):
                    (f'{row_stem(c, amp_dtype, tag)}/{d}/{s}',
-                    keys[c, tuple(options)])
+                    keys[c, tuple(options)],
+                    osp.join(wd, run_dir_name(row_stem(c, amp_dtype, tag),
+                                              d, s)))
                    for c, tag, options, d, s in todo}
         for future in as_completed(futures):
-            name, key = futures[future]
+            name, key, run_dir = futures[future]
             if future.exception() is not None:
                 failed.append(f'{name}: {future.exception()}')
                 continue
-            stem, data_seed, seed = name.split('/')
-            # first beside the run (a few bytes), so that a results file
-            # that cannot be written loses nothing (adopt_finished_runs)
-            kept = osp.join(wd, run_dir_name(stem, data_seed, int(seed)),
-                            RUN_RESULT)
             result = dict(future.result(), key=key)
-            text = json.dumps(dict(name=name, run=result))
             try:
-                atomic_write(kept, lambda tmp: Path(tmp).write_text(text))
+                # first beside the run (a few bytes), so that a results
+                # file that cannot be written loses nothing
+                keep_run(run_dir, name, result)
                 results.update(record_run(path, name, result))
             except (OSError, ValueError) as err:
                 failed.append(
                     f'{name}: trained, but not stored in {path} ({err}); '
-                    f'its result is kept in {kept} and the next command '
-                    'on this work dir stores it (no retraining)')
+                    f'its result is kept in {osp.join(run_dir, RUN_RESULT)}'
+                    ' and the next command on this work dir stores it (no '
+                    'retraining)')
                 continue
             print(name, json.dumps(results[name]), flush=True)
     return failed
-
-
-#: a finished run's result, beside its checkpoints
-RUN_RESULT = 'toy_table_run.json'
-
-
-def adopt_finished_runs(wd: str, results: dict) -> list:
-    """Store the finished runs of ``wd`` whose result never reached
-    ``WD/results.json`` (the file could not be written: disk full, a size
-    limit, damaged meanwhile): their :data:`RUN_RESULT` files.
-
-    Args:
-        wd (str): the table's work dir.
-        results (dict): the stored runs, updated in place.
-
-    Returns:
-        list[str]: the names adopted.
-    """
-    path = osp.join(wd, 'results.json')
-    adopted = []
-    for kept in sorted(glob.glob(osp.join(wd, '*', RUN_RESULT))):
-        try:
-            with open(kept) as f:
-                entry = json.load(f)
-            name, run = entry['name'], entry['run']
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # not ours, or written half: the run is retrained
-        if name not in results:
-            results.update(record_run(path, name, run))
-            adopted.append(name)
-    return adopted
 
 
 def row_stem(cfg_path: str, amp_dtype=None, tag=None) -> str:
@@ -300,48 +265,6 @@ def row_stem(cfg_path: str, amp_dtype=None, tag=None) -> str:
     """
     stem = osp.splitext(osp.basename(cfg_path))[0]
     return '+'.join(x for x in (stem, amp_dtype, tag) if x)
-
-
-def fmt(values) -> str:
-    """``mean ± std`` (numpy's std, ddof 0) with two decimals.
-
-    Args:
-        values (Sequence[float]): the runs' values.
-
-    Returns:
-        str: e.g. ``'50.00 ± 10.00'``.
-    """
-    return f'{np.mean(values):.2f} ± {np.std(values):.2f}'
-
-
-def table(results: dict, rows: dict, data_seeds, seeds) -> list:
-    """Markdown lines: each row's mean ± std over its runs of the given
-    data seeds and training seeds.
-
-    Args:
-        results (dict): ``{STEM/DATA_SEED/SEED: run}`` (:func:`run`'s).
-        rows (dict): ``{label: (stem, stage)}`` in table order.
-        data_seeds (Sequence[int]): the data seeds to average over.
-        seeds (Sequence[int]): the training seeds to average over.
-
-    Returns:
-        list[str]: the header and one line per row that has runs.
-    """
-    wanted = {f'{d}/{s}' for d in data_seeds for s in seeds}
-    lines = ['| row | runs | seen mIoU | unseen mIoU | harmonic mIoU | '
-             'SIM params | model params | s per run |',
-             '|---|---|---|---|---|---|---|---|']
-    for label, (stem, stage) in rows.items():
-        runs = [v for k, v in results.items() if k.split('/')[0] == stem
-                and k.split('/', 1)[1] in wanted and stage in v]
-        if runs:
-            lines.append(
-                f'| {label} | {len(runs)} | ' + ' | '.join(
-                    fmt([r[stage][k] for r in runs]) for k in KEYS)
-                + f" | {runs[0]['params']['sim']:,} | "
-                f"{runs[0]['params']['model']:,} | "
-                f"{np.mean([r['seconds'] for r in runs]):.0f} |")
-    return lines
 
 
 def foreign_runs(results: dict, todo, amp_dtype=None) -> list:
@@ -422,32 +345,3 @@ def sweep_points(spec: str) -> list:
                              '(values compare as numbers: 1 = 1.0)')
         points.append((value, f'{leaf}{text}', [f'{key}={text}']))
     return points
-
-
-def table_by_data_seed(results: dict, rows: dict, data_seeds, seeds,
-                       metric: str = 'hIoU') -> list:
-    """Markdown lines: one metric per row and toy data seed (mean ± std
-    over the training seeds), to see whether an ordering holds on each.
-
-    Args:
-        results (dict): ``{STEM/DATA_SEED/SEED: run}`` (:func:`run`'s).
-        rows (dict): ``{label: (stem, stage)}`` in table order.
-        data_seeds (Sequence[int]): the columns.
-        seeds (Sequence[int]): the training seeds to average over.
-        metric (str): one of :data:`KEYS`.
-
-    Returns:
-        list[str]: the header and one line per row that has runs.
-    """
-    lines = ['| row | ' + ' | '.join(f'data seed {d}' for d in data_seeds)
-             + ' |', '|---|' + '---|' * len(data_seeds)]
-    for label, (stem, stage) in rows.items():
-        cells = []
-        for d in data_seeds:
-            values = [results[k][stage][metric] for k in (
-                f'{stem}/{d}/{s}' for s in seeds)
-                if k in results and stage in results[k]]
-            cells.append(fmt(values) if values else '–')
-        if any(c != '–' for c in cells):
-            lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
-    return lines

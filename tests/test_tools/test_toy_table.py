@@ -18,7 +18,7 @@ SHORT_PLAN = ['custom_hooks.0.stages.0.iters=2',
 
 
 def test_table_is_mean_and_std_of_the_chosen_runs():
-    from mmseg_sign.utils.toy_table import table, table_by_data_seed
+    from mmseg_sign.utils.toy_markdown import table, table_by_data_seed
     def run(h):
         return dict(seconds=10, params=dict(sim=1234, model=56789),
                     transfer=dict(mIoU_seen=80.0, mIoU_unseen=h / 2, hIoU=h))
@@ -222,6 +222,7 @@ def test_a_result_that_cannot_be_stored_is_not_lost(tmp_path, monkeypatch):
     kept beside it, the failure names both files, and the next command
     stores it without retraining."""
     from mmseg_sign.utils import toy_table as tt
+    from mmseg_sign.utils.toy_results import RUN_RESULT, adopt_finished_runs
     wd = tmp_path / 'table'
     wd.mkdir()
     cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
@@ -234,14 +235,14 @@ def test_a_result_that_cannot_be_stored_is_not_lost(tmp_path, monkeypatch):
     results = {}
     failed = tt.train_runs([(cfg, 'short', SHORT_PLAN, 5, 0)], str(wd),
                            results)
-    kept = wd / 'sign_toy+short_data5_seed0' / tt.RUN_RESULT
+    kept = wd / 'sign_toy+short_data5_seed0' / RUN_RESULT
     assert len(failed) == 1 and 'trained, but not stored in' in failed[0]
     assert 'File too large' in failed[0] and str(kept) in failed[0]
     assert results == {} and not (wd / 'results.json').exists()
     monkeypatch.undo()
     # the next command: adopted, with its key, nothing trained
     results = {}
-    assert tt.adopt_finished_runs(str(wd), results) == ['sign_toy+short/5/0']
+    assert adopt_finished_runs(str(wd), results) == ['sign_toy+short/5/0']
     stored = json.loads((wd / 'results.json').read_text())
     assert set(stored) == {'sign_toy+short/5/0'}
     run = stored['sign_toy+short/5/0']
@@ -249,8 +250,8 @@ def test_a_result_that_cannot_be_stored_is_not_lost(tmp_path, monkeypatch):
     assert run['key'] == run_key(cfg, None, SHORT_PLAN)
     assert set(run) >= {'train', 'transfer', 'self_train', 'seconds'}
     # once stored, it is not adopted again; a damaged file is skipped
-    assert tt.adopt_finished_runs(str(wd), results) == []
+    assert adopt_finished_runs(str(wd), results) == []
     other = wd / 'other_data5_seed0'
     other.mkdir()
-    (other / tt.RUN_RESULT).write_text('{"name": "other/5/0", "ru')
-    assert tt.adopt_finished_runs(str(wd), results) == []
+    (other / RUN_RESULT).write_text('{"name": "other/5/0", "ru')
+    assert adopt_finished_runs(str(wd), results) == []
