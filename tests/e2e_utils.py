@@ -27,10 +27,20 @@ def toy_workspace(tmp_path_factory, toy_root, name='ws'):
     return ws
 
 
-def run_tool(args, cwd, launcher=None, nproc=2, timeout=600):
-    """Run ``tools/<args[0]>`` with the current interpreter; returns the
-    combined output and raises with it on failure."""
-    tool = osp.join(REPO, 'tools', args[0])
+def mmseg_tool(name):
+    """mmseg's own ``tools/<name>`` (the one ``mim train`` / ``mim test``
+    runs), shipped inside the mmseg package."""
+    import mmseg
+    tool = osp.join(osp.dirname(mmseg.__file__), '.mim', 'tools', name)
+    assert osp.isfile(tool), tool
+    return tool
+
+
+def run_tool(args, cwd, launcher=None, nproc=2, timeout=600, mmseg=False):
+    """Run ``tools/<args[0]>`` (this project's, or mmseg's own with
+    ``mmseg=True``) with the current interpreter; returns the combined
+    output and raises with it on failure."""
+    tool = mmseg_tool(args[0]) if mmseg else osp.join(REPO, 'tools', args[0])
     if launcher == 'pytorch':
         cmd = [sys.executable, '-m', 'torch.distributed.run',
                f'--nproc_per_node={nproc}', '--master_port=29631', tool,

@@ -44,8 +44,8 @@ from .class_vectors import new_class_vectors
 from .grown_config import (_dump_config, check_not_grown, grown_config,
                            new_palette, self_train_config,
                            unlisted_classes)
-from .outputs import (AddClassesError, check_count, check_out_dir,
-                      clear_owned, input_paths, save_model)
+from .outputs import (AddClassesError, check_count, check_device,
+                      check_out_dir, clear_owned, input_paths, save_model)
 from .refit import (check_refit_split, plan_stage, real_batches,
                     refit_classifier, refit_plan)
 
@@ -167,6 +167,7 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
                               f'{refit!r}.')
     check_count('iters', iters)
     check_count('self_train_iters', self_train_iters)
+    check_device(device)
     if isinstance(model_or_config, nn.Module):
         model = copy.deepcopy(model_or_config)
         cfg = getattr(model_or_config, 'cfg', None)
@@ -210,10 +211,13 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
                         copy.deepcopy(getattr(model, 'dataset_meta', None)))
     check_not_grown(meta, checkpoint, names, regrow)
     head = getattr(model, 'decode_head', None)
-    if not hasattr(head, 'add_classes'):
+    if not hasattr(head, 'add_classes') or \
+            getattr(head, 'generator', None) is None:
         raise AddClassesError(
             f'{config_name}: the decode head is {type(head).__name__}; '
-            'classes are added to a SIGNHead.')
+            'classes are added to a SIGNHead, whose generator refits the '
+            'classifier on the new classes (SIGN, CaGNet and ZS3Net '
+            'configs).')
     dataset_meta = dict(meta.get('dataset_meta') or {})
     if head.class_names is None and dataset_meta.get('classes'):
         head.class_names = tuple(dataset_meta['classes'])

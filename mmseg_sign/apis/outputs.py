@@ -5,6 +5,7 @@ import os.path as osp
 import shutil
 from typing import Iterable, Optional, Sequence
 
+import torch
 from mmengine.runner.checkpoint import save_checkpoint, weights_to_cpu
 
 from ..utils.atomic import atomic_write, check_writable
@@ -165,3 +166,31 @@ def check_count(name: str, value) -> None:
                               not isinstance(value, int) or value < 0):
         raise AddClassesError(f'{name} must be an integer >= 0 (or None), '
                               f'got {value!r}.')
+
+
+def check_device(device) -> None:
+    """``device`` names a device this machine has.
+
+    Args:
+        device (str | torch.device): e.g. ``'cpu'``, ``'cuda'``,
+            ``'cuda:1'``.
+
+    Raises:
+        AddClassesError: an unknown device, or a GPU torch does not see.
+    """
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise AddClassesError(f'device={device!r} is not a torch device '
+                              f"({err}); use 'cpu' or 'cuda'.") from None
+    if dev.type != 'cuda':
+        return
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        raise AddClassesError(
+            f'device={device!r}, but torch sees no GPU here '
+            '(torch.cuda.is_available() is False: no GPU, or a CPU build of '
+            "torch): use device='cpu' (--device cpu).")
+    if dev.index is not None and dev.index >= count:
+        raise AddClassesError(f'device={device!r}, but torch sees {count} '
+                              f'GPU(s) (cuda:0..cuda:{count - 1}).')

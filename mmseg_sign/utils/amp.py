@@ -7,8 +7,34 @@ from mmengine.config import Config
 AMP_WRAPPER = 'MixedPrecisionOptimWrapper'
 
 
-def _is_single_wrapper(cfg: dict) -> bool:
-    return 'optimizer' in cfg or 'type' in cfg
+#: the names a config may give a mixed-precision wrapper
+AMP_TYPES = ('AmpOptimWrapper', AMP_WRAPPER)
+
+
+def wrapper_configs(optim_wrapper: dict) -> dict:
+    """``{name: wrapper config}`` in ``cfg.optim_wrapper``: the one wrapper
+    (``optimizer`` / ``type`` keys), or the entries of a dict of them built
+    by a multi-optimizer ``constructor``; such a dict's own ``type``,
+    ``dtype`` and ``loss_scale`` are the run's wrapper type
+    (``ModuleGroupOptimWrapperConstructor``), not an entry.
+
+    Args:
+        optim_wrapper (dict): ``cfg.optim_wrapper``.
+
+    Returns:
+        dict: the wrapper configs (the same objects, changed in place by
+        :func:`convert_wrappers`).
+    """
+    if 'optimizer' in optim_wrapper:
+        return {'optim_wrapper': optim_wrapper}
+    entries = {
+        name: sub
+        for name, sub in optim_wrapper.items() if isinstance(sub, dict) and
+        ('optimizer' in sub or 'type' in sub or 'modules' in sub)
+    }
+    if entries or 'type' not in optim_wrapper:
+        return entries
+    return {'optim_wrapper': optim_wrapper}
 
 
 def training_device() -> str:
@@ -47,32 +73,30 @@ def enable_amp(cfg: Config, dtype: Optional[str] = None,
 def _explicit_dtypes(cfg: Config) -> dict:
     """``{wrapper: dtype}`` of the mixed-precision wrappers of
     ``cfg.optim_wrapper`` that name their dtype."""
-    optim_wrapper = cfg.optim_wrapper
-    wrappers = {'optim_wrapper': optim_wrapper} if _is_single_wrapper(
-        optim_wrapper) else {n: w for n, w in optim_wrapper.items()
-                             if isinstance(w, dict)}
-    return {n: w['dtype'] for n, w in wrappers.items()
-            if w.get('type') in ('AmpOptimWrapper', AMP_WRAPPER) and
-            w.get('dtype') is not None}
+    return {n: w['dtype'] for n, w in _amp_configs(cfg.optim_wrapper).items()
+            if w.get('type') in AMP_TYPES and w.get('dtype') is not None}
+
+
+def _amp_configs(optim_wrapper: dict) -> dict:
+    """:func:`wrapper_configs`, and a dict of wrappers itself when its own
+    type is mixed precision (its ``dtype`` is its entries' default)."""
+    wrappers = wrapper_configs(optim_wrapper)
+    if 'optim_wrapper' not in wrappers and \
+            optim_wrapper.get('type') in AMP_TYPES:
+        wrappers = dict(optim_wrapper=optim_wrapper, **wrappers)
+    return wrappers
 
 
 def convert_to_amp(cfg: Config, dtype: Optional[str] = None,
                    default: Optional[str] = None) -> bool:
     """Turn every optimizer wrapper of ``cfg.optim_wrapper`` into a
     ``MixedPrecisionOptimWrapper`` (autocast to ``dtype``; float16 with a
-    dynamic loss scale per wrapper).
-
-    ``cfg.optim_wrapper`` is either one wrapper config (``type`` /
-    ``optimizer`` keys) or a dict of them built by a multi-optimizer
-    ``constructor`` (an ``OptimWrapperDict``). A wrapper that already is an
-    ``AmpOptimWrapper`` / ``MixedPrecisionOptimWrapper`` keeps its settings,
-    its ``dtype`` included: precision is what the config wrote (a ``dtype``
-    given here that differs from it is an error, never a silent
-    replacement). Returns whether anything changed.
+    dynamic loss scale per wrapper): :func:`convert_wrappers` on
+    :func:`wrapper_configs`.
 
     Raises:
-        ValueError: a wrapper type that AMP cannot replace, or ``dtype``
-            against a wrapper's own.
+        ValueError: no wrapper found, a wrapper type that AMP cannot
+            replace, or ``dtype`` against a wrapper's own.
 
     Args:
         cfg (Config): the training config (changed in place).
@@ -80,33 +104,61 @@ def convert_to_amp(cfg: Config, dtype: Optional[str] = None,
             (``--amp-dtype``).
         default (str, optional): the dtype of wrappers that name none when
             ``dtype`` is not given (``--amp``: the device's default).
+
+    Returns:
+        bool: whether anything changed.
     """
-    optim_wrapper = cfg.optim_wrapper
-    if _is_single_wrapper(optim_wrapper):
-        wrappers = {'optim_wrapper': optim_wrapper}
-    else:
-        wrappers = {
-            name: sub
-            for name, sub in optim_wrapper.items()
-            if isinstance(sub, dict) and _is_single_wrapper(sub)
-        }
-        if not wrappers:
-            raise ValueError('--amp: found no optimizer wrapper in '
-                             f'cfg.optim_wrapper = {optim_wrapper}.')
+    wrappers = _amp_configs(cfg.optim_wrapper)
+    if not wrappers:
+        raise ValueError('--amp: found no optimizer wrapper in '
+                         f'cfg.optim_wrapper = {cfg.optim_wrapper}.')
+    return convert_wrappers(wrappers, dtype, default)
+
+
+def convert_wrappers(wrappers: dict,
+                     dtype: Optional[str] = None,
+                     default: Optional[str] = None,
+                     loss_scale='dynamic',
+                     asked_by: str = '--amp-dtype') -> bool:
+    """Make each wrapper config of ``wrappers`` a
+    ``MixedPrecisionOptimWrapper``, in place.
+
+    A wrapper that already is an ``AmpOptimWrapper`` /
+    ``MixedPrecisionOptimWrapper`` keeps its settings, its ``dtype``
+    included: precision is what the config wrote (a ``dtype`` given here
+    that differs from it is an error, never a silent replacement).
+
+    Args:
+        wrappers (dict): ``{name: wrapper config}``.
+        dtype (str, optional): the autocast dtype asked for.
+        default (str, optional): the dtype of wrappers that name none when
+            ``dtype`` is not given (None: the device's, when built).
+        loss_scale: of the converted wrappers (float16 only).
+        asked_by (str): who asks for ``dtype``, for the error message
+            (``--amp-dtype``, ``optim_wrapper.dtype``).
+
+    Raises:
+        ValueError: a wrapper type that AMP cannot replace, or ``dtype``
+            against a wrapper's own.
+
+    Returns:
+        bool: whether anything changed.
+    """
     changed = False
     for name, wrapper in wrappers.items():
         wrapper_type = wrapper.get('type', 'OptimWrapper')
-        if wrapper_type in ('AmpOptimWrapper', AMP_WRAPPER):
+        if wrapper_type in AMP_TYPES:
             if wrapper_type != AMP_WRAPPER:
                 wrapper['type'] = AMP_WRAPPER  # runs on a CPU too
             own = wrapper.get('dtype')
             if own is not None and dtype is not None and own != dtype:
+                key = 'optim_wrapper' + (
+                    '' if name == 'optim_wrapper' else f'.{name}')
                 raise ValueError(
-                    f'--amp-dtype {dtype}, but the config sets '
-                    f'optim_wrapper {name} to dtype={own!r}: precision is '
-                    'what the config says; drop --amp-dtype, or change the '
-                    f"config (--cfg-options optim_wrapper.{name}.dtype="
-                    f'{dtype}).')
+                    f'{asked_by} {dtype}, but the config sets '
+                    f'{key}.dtype={own!r}: precision is what the config '
+                    f'says; drop {asked_by}, or change the config '
+                    f'(--cfg-options {key}.dtype={dtype}).')
             if own is None and (dtype or default) is not None:
                 wrapper['dtype'] = dtype or default
                 changed = True
@@ -116,7 +168,7 @@ def convert_to_amp(cfg: Config, dtype: Optional[str] = None,
                 f'--amp can only replace `OptimWrapper`, but {name} uses '
                 f'{wrapper_type}; set its type to {AMP_WRAPPER} yourself.')
         wrapper['type'] = AMP_WRAPPER
-        wrapper['loss_scale'] = 'dynamic'
+        wrapper['loss_scale'] = loss_scale
         if (dtype or default) is not None:
             wrapper['dtype'] = dtype or default
         changed = True

@@ -657,6 +657,27 @@ def test_tool_refuses_outputs_that_are_inputs(trained):
     assert sorted(os.listdir(real)) == ['model.pth']
 
 
+def test_tool_device_checked_first(trained):
+    """Issue 34: --device naming a GPU torch does not see (cuda on a CPU
+    machine, cuda:99 on a GPU one) or no device at all is an error before
+    anything is computed or written (before: a raw error from
+    ``model.to`` after the class vectors were built)."""
+    ws, cfg, ckpt = trained
+    missing_gpu = 'cuda:99' if torch.cuda.is_available() else 'cuda'
+    for device, message in [
+            (missing_gpu, rf"device='{missing_gpu}', but torch sees "),
+            ('gpu', r"device='gpu' is not a torch device .*use 'cpu' or "
+             r"'cuda'")]:
+        out = ws / f'dev_{device}'
+        with pytest.raises(AssertionError, match=message) as err:
+            run_tool(['add_classes.py', cfg, ckpt, '--classes', 'river',
+                      '--no-default-synonyms', *SOURCES, '--out', str(out),
+                      '--iters', str(10 ** 7), '--device', device], str(ws),
+                     timeout=180)
+        assert 'Traceback' not in str(err.value)
+        assert not osp.exists(out)
+
+
 def test_tool_size_mismatch_and_unlisted_class_messages(trained):
     """The full toy config with the held-out model's checkpoint, and the
     README's giraffe (a class the toy dataset does not list): one-line

@@ -38,8 +38,8 @@ def test_amp_keeps_the_configs_own_dtype():
     cfg.optim_wrapper.generator.update(type='MixedPrecisionOptimWrapper',
                                        dtype='float16')
     with pytest.raises(ValueError, match=r"--amp-dtype bfloat16, but the "
-                       r"config sets optim_wrapper generator to "
-                       r"dtype='float16'"):
+                       r"config sets optim_wrapper\.generator\.dtype="
+                       r"'float16'"):
         enable_amp(cfg, 'bfloat16', device='cpu')
 
 

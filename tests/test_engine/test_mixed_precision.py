@@ -221,8 +221,8 @@ def test_convert_and_enable_amp():
     assert convert_to_amp(cfg, 'bfloat16') is False
     # a dtype the config names is kept: another one asked for is an error
     # (issue 34; before, it silently replaced the config's)
-    with pytest.raises(ValueError, match="config sets optim_wrapper a to "
-                       "dtype='bfloat16'"):
+    with pytest.raises(ValueError, match="config sets optim_wrapper.a.dtype="
+                       "'bfloat16'"):
         convert_to_amp(cfg, 'float16')
     assert cfg.optim_wrapper.a.dtype == 'bfloat16'
     with pytest.raises(ValueError, match='must be one of'):
@@ -230,6 +230,68 @@ def test_convert_and_enable_amp():
     with pytest.raises(ValueError, match='runs on cpu or cuda'):
         check_amp_dtype('mps', 'float16')
     assert check_amp_dtype('cuda', None) == 'float16'  # no GPU call
+
+
+def _two_entries(**run):
+    """An ``optim_wrapper`` dict of two entries (``a``: plain, ``b``:
+    float16 with its own scale) and the run-level keys ``run``."""
+    return dict(
+        constructor='ModuleGroupOptimWrapperConstructor', **run,
+        a=dict(optimizer=dict(type='SGD', lr=0.1), modules=['0']),
+        b=dict(type='AmpOptimWrapper', dtype='float16', loss_scale=512.0,
+               optimizer=dict(type='SGD', lr=0.1), modules=['1']))
+
+
+def _build(optim_wrapper):
+    cfg = copy.deepcopy(optim_wrapper)
+    return OPTIM_WRAPPER_CONSTRUCTORS.build(dict(
+        type=cfg.pop('constructor'), optim_wrapper_cfg=cfg))(
+            nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 2)))
+
+
+def test_the_dicts_own_type_is_the_runs():
+    """Issue 34: the dict's own ``type`` (what mmseg's tools/train.py --amp
+    and mmengine on an NPU set) is every entry's wrapper type; an entry's
+    own settings are kept."""
+    ows = _build(_two_entries(type='OptimWrapper'))
+    assert type(ows['a']) is OptimWrapper
+    assert isinstance(ows['b'], MixedPrecisionOptimWrapper)
+    # what mmseg's --amp writes: type AmpOptimWrapper, loss_scale dynamic
+    ows = _build(_two_entries(type='AmpOptimWrapper', loss_scale='dynamic'))
+    a, b = ows['a'], ows['b']
+    assert isinstance(a, MixedPrecisionOptimWrapper)
+    assert a.cast_dtype == torch.bfloat16 and a.loss_scaler is None  # CPU
+    assert b.cast_dtype == torch.float16 and b.loss_scale == 512.0  # own
+    ows = _build(_two_entries(type='AmpOptimWrapper', dtype='float16',
+                              loss_scale=128.0))
+    assert ows['a'].cast_dtype == torch.float16
+    assert ows['a'].loss_scale == 128.0 and ows['b'].loss_scale == 512.0
+    with pytest.raises(ValueError, match="optim_wrapper.dtype bfloat16, "
+                       "but the config sets optim_wrapper.b.dtype="
+                       "'float16'"):
+        _build(_two_entries(type='AmpOptimWrapper', dtype='bfloat16'))
+    with pytest.raises(ValueError, match="optim_wrapper.type='Adafactor': "
+                       "the type of a dict of optimizer wrappers is "
+                       "'OptimWrapper'"):
+        _build(_two_entries(type='Adafactor'))
+    with pytest.raises(ValueError, match='optim_wrapper.dtype is for mixed '
+                       "precision: set optim_wrapper.type='AmpOptimWrapper'"):
+        _build(_two_entries(dtype='float16'))
+    with pytest.raises(ValueError, match="optim_wrapper.lr = 0.1: every key "
+                       'of a dict of optimizer wrappers'):
+        _build(_two_entries(lr=0.1))
+    # this project's --amp on such a dict converts the entries, and a
+    # --amp-dtype against the dict's own dtype is named as such
+    cfg = Config(dict(optim_wrapper=_two_entries(type='OptimWrapper')))
+    assert enable_amp(cfg, None, device='cpu') is True
+    assert cfg.optim_wrapper.type == 'OptimWrapper'
+    assert cfg.optim_wrapper.a.dtype == 'bfloat16'
+    cfg = Config(dict(optim_wrapper=_two_entries(type='AmpOptimWrapper',
+                                                 dtype='float16')))
+    with pytest.raises(ValueError, match="--amp-dtype bfloat16, but the "
+                       "config sets optim_wrapper.dtype="
+                       "'float16'"):
+        enable_amp(cfg, 'bfloat16', device='cpu')
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')

@@ -43,10 +43,16 @@ def check_all_stages(out):
     assert len(kld) == 7 and all(v > 0 for v in kld), kld
 
 
-def test_amp_runs_every_stage_in_bfloat16(workspace):
+@pytest.fixture(scope='module')
+def bf16_run(workspace):
     wd = str(workspace / 'wd_bf16')
     out = run_tool(['train.py', str(workspace / 'sign.py'), '--work-dir', wd,
                     '--amp'], workspace)
+    return wd, out
+
+
+def test_amp_runs_every_stage_in_bfloat16(bf16_run):
+    wd, out = bf16_run
     assert 'Mixed precision: bfloat16 autocast on cpu, no loss scaling.' \
         in out
     # this CPU's own bfloat16 support decides the warning
@@ -55,6 +61,24 @@ def test_amp_runs_every_stage_in_bfloat16(workspace):
     ckpt = torch.load(osp.join(wd, 'iter_10.pth'), map_location='cpu')
     assert set(ckpt['optimizer']) == WRAPPERS
     assert not any('loss_scaler' in s for s in ckpt['optimizer'].values())
+
+
+def test_mmseg_train_amp_is_this_projects_amp(workspace, bf16_run):
+    """Issue 34: mmseg's own tools/train.py --amp (the one ``mim train``
+    runs) on a SIGN config. It sets ``optim_wrapper.type =
+    'AmpOptimWrapper'``; the constructor makes every wrapper mixed
+    precision from it, so the run is this project's --amp run to the bit
+    (before: a raw "'ConfigDict' object has no attribute 'type'")."""
+    wd = str(workspace / 'wd_mmseg_amp')
+    out = run_tool(['train.py', str(workspace / 'sign.py'), '--work-dir', wd,
+                    '--amp'], workspace, mmseg=True)
+    assert 'Mixed precision: bfloat16 autocast on cpu, no loss scaling.' \
+        in out
+    check_all_stages(out)
+    assert set(torch.load(osp.join(wd, 'iter_10.pth'), map_location='cpu')
+               ['optimizer']) == WRAPPERS
+    assert_same_weights(osp.join(wd, 'iter_10.pth'),
+                        osp.join(bf16_run[0], 'iter_10.pth'))
 
 
 @pytest.fixture(scope='module')

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 import torch
 
-from e2e_utils import REPO
+from e2e_utils import REPO, mmseg_tool
 
 from mmseg_sign.datasets.toy_data import TOY_UNSEEN
 
@@ -379,12 +379,7 @@ def mmseg_train_with_max_iters_in_file(ctx, case):
 
 
 def _mmseg_train_tool():
-    """mmseg's own tools/train.py (the one ``mim train`` runs)."""
-    import mmseg
-    tool = osp.join(osp.dirname(mmseg.__file__), '.mim', 'tools',
-                    'train.py')
-    assert osp.isfile(tool), tool
-    return tool
+    return mmseg_tool('train.py')
 
 
 def train_with_partial_scheduler_dict(ctx, case):

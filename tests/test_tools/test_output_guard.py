@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from e2e_utils import REPO, toy_workspace
 from mmseg_sign.utils.toy_results import read_results, record_run
@@ -144,6 +145,9 @@ def test_make_random_voc_onto_a_real_data_set(tmp_path):
     (['--batch-size', '0'], '--batch-size must be >= 1, got 0'),
     (['--repeats', '0'], '--repeats must be >= 1, got 0'),
     (['--warmup', '-1'], '--warmup must be >= 0'),
+    pytest.param(['--device', 'cuda'], '--device cuda, but torch.cuda.'
+                 'is_available() is False', marks=pytest.mark.skipif(
+                     torch.cuda.is_available(), reason='a GPU is here')),
 ])
 def test_benchmark_arguments_checked_first(args, message):
     """Issue 34's B cases of benchmark.py: a usage error naming the value

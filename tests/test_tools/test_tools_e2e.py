@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -396,3 +397,24 @@ def test_spnet_config_with_a_sign_checkpoint(workspace, sign_run):
     assert 'the checkpoint matches this model in part; the weights that ' \
         'match are loaded, the others keep their initialisation' in out
     assert 'missing from the checkpoint: 8 of the model' in out
+    # growing: an SPNet config with the SIGN checkpoint, and with an SPNet
+    # checkpoint (no SIGN head to grow): one-line errors before any work
+    spnet_ckpt = osp.join(workspace, 'wd_spnet_load', 'iter_2.pth')
+    from mmseg_sign.embeddings import (read_class_embeddings,
+                                       save_class_embeddings)
+    toy_table = osp.join(workspace, 'data', 'toy', 'class_embeddings.npz')
+    width = read_class_embeddings(toy_table)[1].shape[1]
+    zebra = str(workspace / 'zebra.npz')
+    save_class_embeddings(zebra, ['zebra'],
+                          np.full((1, width), width ** -0.5, np.float32))
+    for ckpt, message in [
+            (osp.join(wd, 'iter_10.pth'), 'decode_head'),
+            (spnet_ckpt, 'classes are added to a SIGNHead')]:
+        grown = workspace / f'grown_{osp.basename(osp.dirname(ckpt))}'
+        with pytest.raises(AssertionError) as err:
+            run_tool(['add_classes.py', spnet, ckpt, '--classes', 'zebra',
+                      '--embeddings', zebra, '--out', str(grown)],
+                     workspace)
+        log = str(err.value)
+        assert 'error: ' in log and message in log, log
+        assert 'Traceback' not in log and not grown.exists()

@@ -42,6 +42,7 @@ segmentor_paramwise = dict(custom_keys={
 classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
 optim_wrapper = dict(
     constructor='ModuleGroupOptimWrapperConstructor',
+    type='OptimWrapper',  # 'AmpOptimWrapper' (--amp): every entry in AMP
     segmentor=dict(
         optimizer=dict(
             type='SGD', lr=2.5e-4, momentum=0.9, weight_decay=5e-4),

@@ -42,6 +42,7 @@ plan_iters = train_iters + transfer_iters + self_train_iters
 classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
 optim_wrapper = dict(
     constructor='ModuleGroupOptimWrapperConstructor',
+    type='OptimWrapper',  # 'AmpOptimWrapper' (--amp): every entry in AMP
     segmentor=dict(
         optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=5e-4),
         clip_grad=dict(max_norm=10.0),  # from scratch: keeps KL (α=100) sane

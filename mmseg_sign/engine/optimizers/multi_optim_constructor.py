@@ -21,6 +21,14 @@ against full parameter names such as ``neck.input_proj.0.conv.bias``,
 front, so ``--resume`` restores all of them. An entry of
 ``type='AmpOptimWrapper'`` is built as ``MixedPrecisionOptimWrapper`` (the
 same arguments, on a CPU as well as a GPU).
+
+The dict's own ``type`` is the run's wrapper type: ``'OptimWrapper'`` (each
+entry as it is written) or ``'AmpOptimWrapper'`` (mixed precision in every
+entry, with the dict's ``dtype`` and ``loss_scale`` where an entry names
+none). mmseg's and mmengine's tools switch a run to mixed precision
+through that key (mmseg's ``tools/train.py --amp`` sets
+``optim_wrapper.type = 'AmpOptimWrapper'``; mmengine on an Ascend NPU does
+the same), so the shipped schedules write ``type='OptimWrapper'``.
 """
 import copy
 from typing import Optional
@@ -28,7 +36,7 @@ from typing import Optional
 import torch.nn as nn
 from mmengine.model import is_model_wrapper
 from mmengine.optim import (AmpOptimWrapper, DefaultOptimWrapperConstructor,
-                            OptimWrapperDict)
+                            OptimWrapper, OptimWrapperDict)
 
 from mmseg.registry import (OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS,
                             OPTIMIZERS)
@@ -50,7 +58,8 @@ class ModuleGroupOptimWrapperConstructor:
         if paramwise_cfg:
             raise ValueError('Put `paramwise_cfg` inside each optimizer '
                              'entry of optim_wrapper, not at its top level.')
-        self.optim_wrapper_cfg = copy.deepcopy(optim_wrapper_cfg)
+        self.optim_wrapper_cfg = run_wrapper_type(
+            copy.deepcopy(optim_wrapper_cfg))
 
     @staticmethod
     def _param_groups(model: nn.Module, name: str, modules, optimizer_cfg,
@@ -79,6 +88,12 @@ class ModuleGroupOptimWrapperConstructor:
             model = model.module
         wrappers = {}
         for name, cfg in self.optim_wrapper_cfg.items():
+            if not isinstance(cfg, dict):
+                raise ValueError(
+                    f'optim_wrapper.{name} = {cfg!r}: every key of a dict '
+                    'of optimizer wrappers but `constructor` and `type` '
+                    '(with `dtype`, `loss_scale`) names a wrapper entry, a '
+                    'dict with `optimizer` and `modules`.')
             cfg = copy.deepcopy(cfg)
             modules = cfg.pop('modules', None)
             if not modules:
@@ -105,6 +120,46 @@ class ModuleGroupOptimWrapperConstructor:
                 dict(cfg, optimizer=optimizer))
         _check_gan_parts_stepped(model, wrappers)
         return OptimWrapperDict(**wrappers)
+
+
+def run_wrapper_type(optim_wrapper_cfg: dict) -> dict:
+    """The entries of ``optim_wrapper_cfg`` after its own ``type``,
+    ``dtype`` and ``loss_scale`` (the run's wrapper type) are applied:
+    ``AmpOptimWrapper`` makes every entry mixed precision
+    (:func:`mmseg_sign.utils.amp.convert_wrappers`).
+
+    Args:
+        optim_wrapper_cfg (dict): ``cfg.optim_wrapper`` without
+            ``constructor`` (changed in place).
+
+    Returns:
+        dict: ``{name: entry config}``.
+
+    Raises:
+        ValueError: another ``type``, ``dtype`` / ``loss_scale`` without
+            ``type='AmpOptimWrapper'``, or a ``dtype`` against an entry's.
+    """
+    from mmseg_sign.utils.amp import AMP_TYPES, convert_wrappers
+    run_type = optim_wrapper_cfg.pop('type', 'OptimWrapper')
+    amp = {k: optim_wrapper_cfg.pop(k) for k in ('dtype', 'loss_scale')
+           if k in optim_wrapper_cfg}
+    if run_type in (AmpOptimWrapper, *AMP_TYPES):
+        convert_wrappers(optim_wrapper_cfg, amp.get('dtype'),
+                         loss_scale=amp.get('loss_scale', 'dynamic'),
+                         asked_by='optim_wrapper.dtype')
+    elif run_type not in ('OptimWrapper', OptimWrapper):
+        raise ValueError(
+            f"optim_wrapper.type={run_type!r}: the type of a dict of "
+            "optimizer wrappers is 'OptimWrapper' (each entry as written) "
+            "or 'AmpOptimWrapper' (mixed precision in every entry); give "
+            "another wrapper type inside an entry, e.g. "
+            "optim_wrapper.segmentor.type.")
+    elif amp:
+        raise ValueError(
+            f'optim_wrapper.{next(iter(amp))} is for mixed precision: set '
+            "optim_wrapper.type='AmpOptimWrapper' too (or train with "
+            '--amp), or move it into one entry.')
+    return optim_wrapper_cfg
 
 
 def _check_gan_parts_stepped(model: nn.Module, wrappers: dict) -> None:

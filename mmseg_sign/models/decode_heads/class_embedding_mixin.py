@@ -161,6 +161,10 @@ class ClassEmbeddingMixin:
         (the old outputs keep their weights; the new ones start as mmseg
         initialises ``conv_seg``). C must then be refit (``tools/
         add_classes.py``)."""
+        if not isinstance(getattr(self, 'conv_seg', None), nn.Conv2d):
+            raise ValueError(f'{type(self).__name__} has no conv_seg '
+                             'classifier to grow: classes are added to a '
+                             'SIGNHead.')
         if self.class_names is None:
             raise ValueError('SIGNHead.add_classes needs the class names of '
                              'the table: load a checkpoint trained with a '
