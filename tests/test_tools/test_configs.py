@@ -258,9 +258,11 @@ def test_toy_and_paper_schedules_have_the_same_structure():
         paper = Config.fromfile(osp.join(REPO, 'configs', 'sign', paper_name))
         assert toy.optim_wrapper.keys() == paper.optim_wrapper.keys()
         for name, wrapper in toy.optim_wrapper.items():
-            if name != 'constructor':
+            if isinstance(wrapper, dict):  # not constructor / type
                 assert wrapper['modules'] == \
                     paper.optim_wrapper[name]['modules'], name
+            else:
+                assert wrapper == paper.optim_wrapper[name], name
         assert toy.param_scheduler.keys() == paper.param_scheduler.keys()
         assert [h['type'] for h in toy.custom_hooks] == \
             [h['type'] for h in paper.custom_hooks]

@@ -242,3 +242,31 @@ def test_make_toy_dataset_onto_an_existing_data_set(tmp_path, toy_root):
     assert len(new) == 3 and len(old) > 3
     assert (out / 'ImageSets' / 'Segmentation' / 'train.txt').read_text() \
         .split() == [n[:-4] for n in new if n.startswith('train')]
+
+
+def test_analysis_tools_out_onto_their_inputs(ws, tmp_path):
+    """The converter and analysis tools that write a file: never onto what
+    they read (CaGNet's downloaded pickles, a sweep file, a checkpoint, a
+    dataset's label folder), refused before any work."""
+    pkl = tmp_path / 'fasttext.pkl'  # refused before it is read
+    pkl.write_bytes(b'CaGNet download')
+    w2v = tmp_path / 'word2vec.pkl'
+    w2v.write_bytes(b'CaGNet download too')
+    for out, target in [(pkl, pkl), (w2v, w2v)]:
+        refused(['dataset_converters/cagnet_word_vectors.py', '--dataset',
+                 'voc', '--fasttext', str(pkl), '--word2vec', str(w2v),
+                 '--out', str(out)], ws, [target], f'is the --')
+    sweep = tmp_path / 'calibration_sweep.json'
+    sweep.write_text('{"points": []}')
+    refused(['analysis/plot_calibration.py', str(sweep), '--out',
+             str(sweep)], ws, [sweep], 'is the sweep file')
+    ckpt = tmp_path / 'teacher.pth'
+    ckpt.write_bytes(b'weights')
+    refused(['analysis/pseudo_label_quality.py', TOY, str(ckpt), '--out',
+             str(ckpt)], ws, [ckpt], 'is the checkpoint')
+    labels = ws / 'data' / 'toy' / 'SegmentationClass'
+    first = sorted(labels.iterdir())[0]
+    out = refused(['analysis/pseudo_label_quality.py', TOY, str(ckpt),
+                   '--out', str(first)], ws, [first],
+                  'lies inside the dataset seg_map_path folder')
+    assert 'Traceback' not in out

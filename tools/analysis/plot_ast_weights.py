@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 from mmseg_sign.models.losses import annealed_weights  # noqa: E402
+from mmseg_sign.utils.atomic import atomic_write  # noqa: E402
 
 
 def main():
@@ -34,7 +35,7 @@ def main():
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(args.out)
+    atomic_write(args.out, fig.savefig)
     print(f'Wrote {args.out}')
 
 

@@ -16,6 +16,9 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
+from mmseg_sign.utils.atomic import (atomic_write,  # noqa: E402
+                                     check_output_file)
+
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -50,12 +53,17 @@ def plot(data: dict, out: str, title: Optional[str] = None) -> None:
     ax.set_title(title or f"calibration sweep, AUSUC {data['AUSUC']:.2f}")
     ax.legend(loc='upper right', fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    atomic_write(out, lambda tmp: fig.savefig(tmp, dpi=120))
     plt.close(fig)
 
 
 def main():
     args = parse_args()
+    try:
+        check_output_file(args.out, {'sweep file': args.json},
+                          'calibration.png')
+    except ValueError as err:
+        raise SystemExit(f'error: {err}') from None
     with open(args.json) as f:
         data = json.load(f)
     plot(data, args.out, args.title)

@@ -32,6 +32,8 @@ from mmengine.registry import init_default_scope
 
 from mmseg_sign.evaluation.pseudo_label_quality import (  # noqa: F401
     GROUPS, pseudo_label_groups, summarise)
+from mmseg_sign.utils.atomic import (atomic_write, check_output_file,
+                                     dataset_folders)
 from mmseg_sign.utils.cli import merge_cfg_options
 
 def self_train_stage(cfg: Config) -> dict:
@@ -43,6 +45,11 @@ def self_train_stage(cfg: Config) -> dict:
     raise SystemExit('error: the config has no self_train stage in '
                      'SIGNStageHook.stages; use a config that self-trains '
                      '(e.g. configs/sign/sign_toy.py).')
+
+
+def _dump_json(report: dict, path: str) -> None:
+    with open(path, 'w') as f:
+        json.dump(report, f, indent=1)
 
 
 def main():
@@ -61,6 +68,14 @@ def main():
 
     cfg = Config.fromfile(args.config)
     merge_cfg_options(cfg, args.cfg_options)
+    if args.out:  # never onto the config, checkpoint or data it reads
+        try:
+            check_output_file(args.out, {
+                'config': args.config, 'checkpoint': args.checkpoint,
+                **dataset_folders(cfg.train_dataloader.dataset)},
+                'pseudo_labels.json')
+        except ValueError as err:
+            raise SystemExit(f'error: {err}') from None
     init_default_scope(cfg.get('default_scope', 'mmseg'))
     stage = self_train_stage(cfg)
     model = init_model(cfg, args.checkpoint, device='cpu')
@@ -123,8 +138,7 @@ def main():
         print(f"  {g:<8}{s['pixels']:>9} {s['mean']:7.3f} {s['q10']:7.3f} "
               f"{s['q50']:7.3f} {s['q90']:7.3f}")
     if args.out:
-        with open(args.out, 'w') as f:
-            json.dump(report, f, indent=1)
+        atomic_write(args.out, lambda tmp: _dump_json(report, tmp))
     print(json.dumps({k: v for k, v in report.items() if k != 'weights'}))
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from mmseg_sign.embeddings import (CAGNET_DATASETS, cagnet_class_embeddings,
                                    cagnet_split_classes,
                                    save_class_embeddings)
+from mmseg_sign.utils.atomic import check_output_file
 
 
 def parse_args(argv=None):
@@ -47,6 +48,13 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    try:  # never onto CaGNet's files (the downloads it reads)
+        check_output_file(args.out, {
+            '--fasttext file': args.fasttext,
+            '--word2vec file': args.word2vec, '--labels file': args.labels,
+            '--novel file': args.novel}, f'{args.dataset}_cagnet.npz')
+    except ValueError as err:
+        sys.exit(f'error: {err}')
     try:
         names, table = cagnet_class_embeddings(
             args.dataset, args.fasttext, args.word2vec,
