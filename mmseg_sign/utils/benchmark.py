@@ -17,6 +17,7 @@ from mmseg.registry import (MODELS, OPTIM_WRAPPER_CONSTRUCTORS,
                             OPTIM_WRAPPERS)
 from mmseg.structures import SegDataSample
 from ..structures.stage_plan import StagePlan
+from .amp import wrapper_configs
 from .op_audit import count_iteration
 
 GIB = 2**30
@@ -194,7 +195,7 @@ def optim_wrappers(cfg, model, amp_dtype):
     """
     optim_cfg = copy.deepcopy(dict(cfg.optim_wrapper))
     constructor = optim_cfg.pop('constructor')
-    for sub in optim_cfg.values():
+    for sub in wrapper_configs(optim_cfg).values():  # not its own type
         sub.pop('clip_grad', None)
         if amp_dtype:
             sub.update(type='MixedPrecisionOptimWrapper', dtype=amp_dtype)

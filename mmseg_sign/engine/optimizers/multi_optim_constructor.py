@@ -141,6 +141,7 @@ def run_wrapper_type(optim_wrapper_cfg: dict) -> dict:
     """
     from mmseg_sign.utils.amp import AMP_TYPES, convert_wrappers
     run_type = optim_wrapper_cfg.pop('type', 'OptimWrapper')
+    optim_wrapper_cfg.pop('_scope_', None)  # mmengine's, beside a `type`
     amp = {k: optim_wrapper_cfg.pop(k) for k in ('dtype', 'loss_scale')
            if k in optim_wrapper_cfg}
     if run_type in (AmpOptimWrapper, *AMP_TYPES):
