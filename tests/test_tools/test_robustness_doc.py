@@ -50,6 +50,36 @@ def test_every_case_is_in_the_doc():
                          'python tests/test_tools/test_robustness_doc.py')
 
 
+def test_every_test_the_doc_names_exists():
+    """Each row's test (``path::name``, a file, or a bare ``test_name``;
+    not the case names of the generated table) is a test of the suite: a renamed or removed test leaves no row
+    pointing at nothing."""
+    root = osp.dirname(osp.dirname(HERE))
+    with open(DOC) as f:
+        doc = f.read()
+    sources = {}
+    for folder, _, files in __import__('os').walk(osp.join(root, 'tests')):
+        for name in files:
+            if name.endswith('.py'):
+                path = osp.join(folder, name)
+                with open(path) as f:
+                    sources[osp.relpath(path, root)] = f.read()
+    missing, case_names = [], {c.name for _, c in _cases()}
+    for ref in re.findall(r'`((?:tests/\S+?\.py)(?:::\w+)?|test_\w+)`',
+                          doc):
+        if ref in case_names:  # a case of the tables, not a function
+            continue
+        path, _, name = ref.rpartition('::') if '::' in ref else (
+            (ref, '', '') if ref.endswith('.py') else ('', '', ref))
+        where = [sources[path]] if path else list(sources.values())
+        if path and path not in sources:
+            missing.append(ref)
+        elif name and not any(re.search(rf'^def {name}\(', s, re.M)
+                              for s in where):
+            missing.append(ref)
+    assert not missing, f'docs/robustness.md names missing tests: {missing}'
+
+
 if __name__ == '__main__':
     with open(DOC) as f:
         doc = f.read()
