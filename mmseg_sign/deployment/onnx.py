@@ -48,21 +48,15 @@ def load_model(config, checkpoint: str, cfg_options: Optional[dict] = None):
         nn.Module: the segmentor, ready to export.
     """
     from mmengine.model import revert_sync_batchnorm
-    from mmseg.apis import init_model
 
-    from ..engine.checkpoint_checks import checkpoint_mismatches
-    from ..utils.checkpoint import load_checkpoint_file
+    from ..apis.inference import init_model_checked
+    from ..engine.hooks.strict_checkpoint_hook import CheckpointMismatchError
 
-    cfg = Config.fromfile(config) if isinstance(config, str) else config
-    if cfg_options:
-        cfg.merge_from_dict(cfg_options)
-    model = revert_sync_batchnorm(init_model(cfg, checkpoint, device='cpu'))
-    problems = checkpoint_mismatches(model, load_checkpoint_file(checkpoint))
-    if problems:
-        raise ExportError(
-            f'{checkpoint} does not match the model of the config: ' +
-            '; '.join(problems) + '. Export with the config the checkpoint '
-            'was trained with.')
+    try:
+        model = init_model_checked(config, checkpoint, 'cpu', cfg_options)
+    except CheckpointMismatchError as err:
+        raise ExportError(str(err)) from None
+    model = revert_sync_batchnorm(model)
     model.eval()
     check_exportable(model)
     return model

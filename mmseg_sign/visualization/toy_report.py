@@ -15,9 +15,10 @@ from matplotlib.patches import Patch  # noqa: E402
 from mmengine.registry import init_default_scope  # noqa: E402
 from mmengine.structures import PixelData  # noqa: E402
 
-from mmseg.apis import inference_model, init_model  # noqa: E402
+from mmseg.apis import inference_model  # noqa: E402
 from mmseg.registry import DATASETS, VISUALIZERS  # noqa: E402
 from mmseg.structures import SegDataSample  # noqa: E402
+from ..apis.inference import init_model_checked  # noqa: E402
 from ..structures.stage_plan import StagePlan  # noqa: E402
 
 STAGE_COLOURS = dict(train='#dde8f6', transfer='#f8e3cf', self_train='#dff2df')
@@ -116,7 +117,8 @@ def draw_comparison(models, data_cfg, out_file, num_images=4, scale=None,
         scale = max(1, 384 // samples[0]['inputs'].shape[-1])
     preds = [[] for _ in range(count)]
     for _, cfg, checkpoint in models:
-        model = init_model(cfg, checkpoint, device=device)
+        model = init_model_checked(cfg, checkpoint, device,
+                                   dataset_classes=classes)
         for row, index in enumerate(indices):
             result = inference_model(
                 model, dataset.get_data_info(int(index))['img_path'])

@@ -418,3 +418,13 @@ def test_spnet_config_with_a_sign_checkpoint(workspace, sign_run):
         log = str(err.value)
         assert 'error: ' in log and message in log, log
         assert 'Traceback' not in log and not grown.exists()
+    # an analysis tool (mmseg's init_model loads leniently) refuses the
+    # SIGN checkpoint for the SPNet config instead of reporting on a model
+    # whose weights are mostly random
+    with pytest.raises(AssertionError) as err:
+        run_tool(['analysis/unseen_confusion.py', spnet,
+                  osp.join(wd, 'iter_10.pth')], workspace)
+    log = str(err.value)
+    assert 'does not match the model of' in log, log
+    assert 'missing from the checkpoint: 8 of the model' in log
+    assert 'Traceback' not in log and '| class |' not in log

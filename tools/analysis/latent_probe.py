@@ -22,8 +22,9 @@ from mmengine.config import Config
 from mmengine.dataset import pseudo_collate
 from mmengine.registry import init_default_scope
 
-from mmseg.apis import init_model
 from mmseg.registry import DATASETS
+from mmseg_sign.apis.inference import init_model_checked
+from mmseg_sign.engine.hooks import CheckpointMismatchError
 
 
 def latent_pixels(model, dataset, max_images):
@@ -74,7 +75,10 @@ def main():
     args = parser.parse_args()
     cfg = Config.fromfile(args.config)
     init_default_scope('mmseg')
-    model = init_model(cfg, args.checkpoint, device='cpu')
+    try:
+        model = init_model_checked(cfg, args.checkpoint)
+    except CheckpointMismatchError as err:
+        raise SystemExit(f'error: {err}') from None
     dataset = DATASETS.build(cfg.test_dataloader.dataset)
     pixels = latent_pixels(model, dataset, args.max_images)
     half = len(pixels) // 2

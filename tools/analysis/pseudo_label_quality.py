@@ -62,7 +62,6 @@ def main():
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     args = parser.parse_args()
     import mmseg_sign  # noqa: F401  (registers the project's modules)
-    from mmseg.apis import init_model
     from mmseg.registry import DATASETS
     from mmseg_sign.models.utils import pseudo_label_image
 
@@ -78,7 +77,12 @@ def main():
             raise SystemExit(f'error: {err}') from None
     init_default_scope(cfg.get('default_scope', 'mmseg'))
     stage = self_train_stage(cfg)
-    model = init_model(cfg, args.checkpoint, device='cpu')
+    from mmseg_sign.apis.inference import init_model_checked
+    from mmseg_sign.engine.hooks import CheckpointMismatchError
+    try:
+        model = init_model_checked(cfg, args.checkpoint)
+    except CheckpointMismatchError as err:
+        raise SystemExit(f'error: {err}') from None
     head = model.decode_head
     ds_cfg = cfg.train_dataloader.dataset.copy()
     ds_cfg.pipeline = cfg.test_dataloader.dataset.pipeline  # whole, true

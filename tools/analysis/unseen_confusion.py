@@ -17,8 +17,10 @@ import torch
 from mmengine.config import Config, DictAction
 from mmengine.registry import init_default_scope
 
-from mmseg.apis import inference_model, init_model
+from mmseg.apis import inference_model
 from mmseg.registry import DATASETS
+from mmseg_sign.apis.inference import init_model_checked
+from mmseg_sign.engine.hooks import CheckpointMismatchError
 from mmseg_sign.utils.cli import merge_cfg_options
 
 
@@ -27,7 +29,7 @@ def confusion(model, dataset) -> np.ndarray:
     pixels left out).
 
     Args:
-        model (nn.Module): the segmentor (``init_model``'s).
+        model (nn.Module): the segmentor (``init_model_checked``'s).
         dataset (BaseSegDataset): the test dataset.
 
     Returns:
@@ -110,7 +112,11 @@ def main(argv=None):
     if not meta.get('unseen_classes'):
         parser.error(f'{args.config}: the test dataset has no unseen '
                      'classes.')
-    model = init_model(cfg, args.checkpoint, device=args.device)
+    try:
+        model = init_model_checked(cfg, args.checkpoint, args.device,
+                                   dataset_classes=meta['classes'])
+    except CheckpointMismatchError as err:
+        raise SystemExit(f'error: {err}') from None
     counts = confusion(model, dataset)
     classes = list(meta['classes'])
     print('\n'.join(report(counts, classes, list(meta['unseen_classes']),

@@ -1,0 +1,67 @@
+"""``init_model`` that refuses a checkpoint of another model.
+
+mmseg's ``init_model`` loads with ``strict=False``: a checkpoint that does
+not fit the config's model (another model, another class count, a run
+changed by ``--cfg-options``) leaves the weights it lacks at their random
+initialisation, with only a log line about it, and everything computed
+with the model afterwards is meaningless. The analysis tools and the toy
+report build their models through :func:`init_model_checked` instead
+(``tools/test.py`` has ``StrictCheckpointHook``, the ONNX export
+``load_model``).
+"""
+from typing import Optional, Sequence, Union
+
+from mmengine.config import Config
+from mmengine.runner.checkpoint import _load_checkpoint_to_model
+
+from ..engine.checkpoint_checks import checkpoint_mismatches
+from ..engine.hooks.strict_checkpoint_hook import CheckpointMismatchError
+from ..utils.checkpoint import load_checkpoint_file
+
+
+def init_model_checked(config: Union[str, Config],
+                       checkpoint: str,
+                       device: str = 'cpu',
+                       cfg_options: Optional[dict] = None,
+                       dataset_classes: Optional[Sequence[str]] = None):
+    """mmseg's ``init_model(config, checkpoint, device)``, after checking
+    that ``checkpoint`` holds exactly the weights of the config's model.
+
+    Args:
+        config (str | Config): the config the model was trained with.
+        checkpoint (str): its checkpoint file.
+        device (str): where the model goes.
+        cfg_options (dict, optional): overrides merged into the config.
+        dataset_classes (Sequence[str], optional): the classes of the data
+            the model will see: their count must be the checkpoint's.
+
+    Returns:
+        nn.Module: the segmentor, in eval mode.
+
+    Raises:
+        CheckpointMismatchError: naming what does not fit and the fix.
+    """
+    from mmseg.apis import init_model
+    name = config if isinstance(config, str) else (config.filename or
+                                                   'the config')
+    cfg = Config.fromfile(config) if isinstance(config, str) else config
+    if cfg_options:
+        cfg.merge_from_dict(cfg_options)
+    model = init_model(cfg, None, device=device)
+    ckpt = load_checkpoint_file(checkpoint)
+    problems = checkpoint_mismatches(model, ckpt, dataset_classes)
+    if problems:
+        meta = ckpt.get('meta') if isinstance(ckpt, dict) else None
+        run = meta.get('experiment_name') if isinstance(meta, dict) else None
+        raise CheckpointMismatchError(
+            f'The checkpoint {checkpoint} does not match the model of '
+            f'{name}:\n  - ' + '\n  - '.join(problems) + '\nGive the '
+            'config this checkpoint was trained with' +
+            (f" (it was written by the run {run!r}; its meta['cfg'] holds "
+             'that config, and the run dumped it into its work dir)'
+             if run else '') + '.')
+    _load_checkpoint_to_model(model, ckpt, strict=False)  # BN counters
+    meta = ckpt.get('meta') or {}
+    if meta.get('dataset_meta'):  # as init_model keeps it
+        model.dataset_meta = meta['dataset_meta']
+    return model
