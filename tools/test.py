@@ -139,13 +139,12 @@ def main():
 
     # build the runner from config
     runner = Runner.from_cfg(cfg)
-    if not (args.lenient_load and args.allow_split_change):
-        runner.register_hook(
-            StrictCheckpointHook(
-                args.checkpoint, args.config,
-                check_weights=not args.lenient_load,
-                check_split=not args.allow_split_change),
-            priority='LOWEST')
+    runner.register_hook(  # always: ResumeCheckHook would add a strict one
+        StrictCheckpointHook(
+            args.checkpoint, args.config,
+            check_weights=not args.lenient_load,
+            check_split=not args.allow_split_change),
+        priority='LOWEST')
 
     # start testing
     try:

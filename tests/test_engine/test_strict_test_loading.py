@@ -12,7 +12,8 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from e2e_utils import REPO, last_metrics, toy_workspace, write_config
+from e2e_utils import (REPO, last_metrics, mmseg_tool, toy_workspace,
+                       write_config)
 
 
 @pytest.fixture(scope='module')
@@ -38,8 +39,9 @@ def save(ws, name, state_dict, classes=None):
     return path
 
 
-def run_test_tool(ws, cfg_path, ckpt, *extra):
-    cmd = [sys.executable, osp.join(REPO, 'tools', 'test.py'), cfg_path,
+def run_test_tool(ws, cfg_path, ckpt, *extra, tool=None):
+    tool = tool or osp.join(REPO, 'tools', 'test.py')
+    cmd = [sys.executable, tool, cfg_path,
            ckpt, '--work-dir', str(ws / f'wd_{osp.basename(ckpt)}'), *extra]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
     proc = subprocess.run(cmd, cwd=ws, env=env, capture_output=True,
@@ -107,6 +109,31 @@ def test_matching_checkpoint_is_evaluated(setup):
     assert rc == 0, out[-3000:]
     assert 'do not match' not in out
     assert 'hIoU' in last_metrics(str(ws / 'wd_good.pth'))
+
+
+def test_mmseg_own_test_tool_is_strict_too(setup):
+    """Issue 34: mmseg's own tools/test.py (what ``mim test`` runs) loads
+    leniently and scored another model's checkpoint with random weights,
+    rc 0. The schedules' ResumeCheckHook gives a test run without a
+    StrictCheckpointHook one, so it is refused there too (pointing at this
+    project's --lenient-load); a fitting checkpoint is evaluated. This
+    project's --lenient-load --allow-split-change still evaluates."""
+    ws, cfg_path, model = setup
+    ckpt = save(ws, 'empty_mmseg', {})
+    rc, out = run_test_tool(ws, cfg_path, ckpt, tool=mmseg_tool('test.py'))
+    assert rc != 0
+    assert f'The checkpoint {ckpt} does not match the model' in out
+    assert "pass --lenient-load to this project's tools/test.py" in out
+    assert 'hIoU' not in out
+    good = save(ws, 'good_mmseg', model.state_dict(),
+                model.decode_head.class_names)
+    rc, out = run_test_tool(ws, cfg_path, good, tool=mmseg_tool('test.py'))
+    assert rc == 0, out[-3000:]
+    assert 'hIoU' in last_metrics(str(ws / 'wd_good_mmseg.pth'))
+    rc, out = run_test_tool(ws, cfg_path, ckpt, '--lenient-load',
+                            '--allow-split-change')
+    assert rc == 0, out[-3000:]
+    assert 'The model and loaded state dict do not match exactly' in out
 
 
 # ------------------------------------------- the check itself, in-process

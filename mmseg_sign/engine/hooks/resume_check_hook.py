@@ -10,6 +10,7 @@ from ...structures.stage_plan import gan_parts_used
 from ...utils.state_dict import strip_module_prefix
 from ..checkpoint_checks import checkpoint_mismatches
 from .runner_state import is_resuming, is_training, unwrap_model
+from .strict_checkpoint_hook import StrictCheckpointHook
 
 
 @HOOKS.register_module()
@@ -25,8 +26,24 @@ class ResumeCheckHook(Hook):
       stages use them: an error (unless ``allow_untrained_gan=True``).
 
     The plan is read from the run's ``SIGNStageHook``.
+
+    A test or validation run with ``load_from`` (mmseg's own
+    ``tools/test.py``, ``mim test``) that has no ``StrictCheckpointHook``
+    gets one: mmengine loads leniently, so a checkpoint of another model
+    would be scored with random weights. This project's ``tools/test.py``
+    registers its own (with ``--lenient-load`` / ``--allow-split-change``).
     """
     priority = 'VERY_HIGH'
+
+    def before_run(self, runner) -> None:
+        if is_training(runner) or not runner.cfg.get('load_from') or any(
+                isinstance(h, StrictCheckpointHook) for h in runner.hooks):
+            return
+        runner.register_hook(
+            StrictCheckpointHook(
+                runner.cfg.load_from, runner.cfg.filename or 'the config',
+                flags_of="this project's tools/test.py (mmseg's has no "
+                'such flag)'), priority='LOWEST')
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         if not is_training(runner):

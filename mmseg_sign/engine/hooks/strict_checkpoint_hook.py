@@ -20,14 +20,26 @@ class StrictCheckpointHook(Hook):
     into the model (``after_load_checkpoint`` runs between reading the file
     and loading it; registered last, it sees the checkpoint as every other
     hook left it) and raises :class:`CheckpointMismatchError` on a
-    mismatch, on every process."""
+    mismatch, on every process.
+
+    Args:
+        checkpoint_path (str): the checkpoint, for the messages.
+        config_path (str): the config, for the messages.
+        check_weights (bool): the weights fit the model exactly.
+        check_split (bool): the seen / unseen split is the checkpoint's.
+        flags_of (str): the tool whose ``--lenient-load`` /
+            ``--allow-split-change`` the messages offer ('' : the one
+            running).
+    """
 
     def __init__(self, checkpoint_path: str, config_path: str,
-                 check_weights: bool = True, check_split: bool = True):
+                 check_weights: bool = True, check_split: bool = True,
+                 flags_of: str = ''):
         self.checkpoint_path = checkpoint_path
         self.config_path = config_path
         self.check_weights = check_weights
         self.check_split = check_split
+        self.flags_of = f' to {flags_of}' if flags_of else ''
 
     def after_load_checkpoint(self, runner, checkpoint) -> None:
         classes = None
@@ -48,8 +60,8 @@ class StrictCheckpointHook(Hook):
                     'scored with classes it was trained on counted as '
                     'unseen (or the reverse). Test with the split it was '
                     'trained with (the same metainfo=dict(unseen_classes='
-                    '...) as in training), or pass --allow-split-change for '
-                    'a deliberate cross-split study.')
+                    '...) as in training), or pass --allow-split-change'
+                    f'{self.flags_of} for a deliberate cross-split study.')
             problems = evaluator_split_mismatches(
                 checkpoint, metainfo, getattr(loop, 'evaluator', None))
             if problems:
@@ -62,7 +74,8 @@ class StrictCheckpointHook(Hook):
                     'not trained for. The split has one home, the '
                     "dataset's metainfo (and the checkpoint); drop the "
                     "metric's seen_classes / unseen_classes, or pass "
-                    '--allow-split-change for a deliberate cross-split '
+                    f'--allow-split-change{self.flags_of} for a deliberate '
+                    'cross-split '
                     'study (then set the same split on '
                     'test_dataloader.dataset.metainfo).')
 
@@ -81,6 +94,7 @@ class StrictCheckpointHook(Hook):
             f'The checkpoint {self.checkpoint_path} does not match the model '
             f'of {self.config_path}:\n  - ' + '\n  - '.join(problems) +
             '\nTest with the config this checkpoint was trained with'
-            f'{trained_as}, or pass --lenient-load to evaluate anyway with '
+            f'{trained_as}, or pass --lenient-load{self.flags_of} to '
+            'evaluate anyway with '
             "mmengine's lenient load (weights it cannot load keep their "
             'random initialisation, so the scores are meaningless).')
