@@ -280,6 +280,9 @@ def test_the_dicts_own_type_is_the_runs():
     with pytest.raises(ValueError, match="optim_wrapper.lr = 0.1: every key "
                        'of a dict of optimizer wrappers'):
         _build(_two_entries(lr=0.1))
+    with pytest.raises(ValueError, match="optim_wrapper.lr = 0.1: every key "
+                       'of a dict of optimizer wrappers'):
+        _build(_two_entries(type='AmpOptimWrapper', lr=0.1))
     # this project's --amp on such a dict converts the entries, and a
     # --amp-dtype against the dict's own dtype is named as such
     cfg = Config(dict(optim_wrapper=_two_entries(type='OptimWrapper')))

@@ -145,7 +145,9 @@ def run_wrapper_type(optim_wrapper_cfg: dict) -> dict:
     amp = {k: optim_wrapper_cfg.pop(k) for k in ('dtype', 'loss_scale')
            if k in optim_wrapper_cfg}
     if run_type in (AmpOptimWrapper, *AMP_TYPES):
-        convert_wrappers(optim_wrapper_cfg, amp.get('dtype'),
+        entries = {n: w for n, w in optim_wrapper_cfg.items()
+                   if isinstance(w, dict)}  # others: refused when built
+        convert_wrappers(entries, amp.get('dtype'),
                          loss_scale=amp.get('loss_scale', 'dynamic'),
                          asked_by='optim_wrapper.dtype')
     elif run_type not in ('OptimWrapper', OptimWrapper):
