@@ -197,6 +197,11 @@ def main():
     todo = [r for r in runs
             if f'{stem_of(r[0], r[1])}/{r[3]}/{r[4]}' not in results]
     if args.report_only:
+        if runs and len(todo) == len(runs):
+            parser.error(
+                f'--report-only: {wd} holds no stored run of these configs '
+                'and seeds (nothing to report); run the same command '
+                'without --report-only to train them.')
         todo = []
     failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs)
     if failed:  # the other runs are kept: a repeated command skips them

@@ -5,10 +5,10 @@ import os.path as osp
 import shutil
 from typing import Iterable, Optional, Sequence
 
-import torch
 from mmengine.runner.checkpoint import save_checkpoint, weights_to_cpu
 
 from ..utils.atomic import atomic_write, check_writable
+from ..utils.device import check_device as _check_device
 
 
 class AddClassesError(ValueError):
@@ -169,28 +169,9 @@ def check_count(name: str, value) -> None:
 
 
 def check_device(device) -> None:
-    """``device`` names a device this machine has.
-
-    Args:
-        device (str | torch.device): e.g. ``'cpu'``, ``'cuda'``,
-            ``'cuda:1'``.
-
-    Raises:
-        AddClassesError: an unknown device, or a GPU torch does not see.
-    """
+    """:func:`mmseg_sign.utils.device.check_device`, as an
+    :class:`AddClassesError`."""
     try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise AddClassesError(f'device={device!r} is not a torch device '
-                              f"({err}); use 'cpu' or 'cuda'.") from None
-    if dev.type != 'cuda':
-        return
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if count == 0:
-        raise AddClassesError(
-            f'device={device!r}, but torch sees no GPU here '
-            '(torch.cuda.is_available() is False: no GPU, or a CPU build of '
-            "torch): use device='cpu' (--device cpu).")
-    if dev.index is not None and dev.index >= count:
-        raise AddClassesError(f'device={device!r}, but torch sees {count} '
-                              f'GPU(s) (cuda:0..cuda:{count - 1}).')
+        _check_device(device)
+    except ValueError as err:
+        raise AddClassesError(str(err)) from None

@@ -32,6 +32,9 @@ class ZeroShotCamVidDataset(ZeroShotSegDataset):
                  [64, 64, 0], [0, 128, 192]],
         unseen_classes=CAMVID_UNSEEN)
     REDUCE_ZERO_LABEL = False  # the converted maps: 0 = sky, 255 = void
+    HOW_TO_GET = ('Convert the SegNet tutorial\'s CamVid with `python '
+                  'tools/dataset_converters/camvid.py SRC data/camvid` '
+                  '(docs/camvid.md).')
 
     def __init__(self, img_suffix='.png', seg_map_suffix='.png', **kwargs):
         super().__init__(

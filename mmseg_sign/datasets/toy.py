@@ -12,6 +12,8 @@ class ZeroShotToyDataset(ZeroShotSegDataset):
     METAINFO = dict(
         classes=TOY_CLASSES, palette=TOY_PALETTE, unseen_classes=TOY_UNSEEN)
     REDUCE_ZERO_LABEL = False  # the label maps' convention
+    HOW_TO_GET = ('Make it with `python tools/make_toy_dataset.py` (data/toy '
+                  'by default; the README\'s quick start).')
 
     def __init__(self, ann_file='', img_suffix='.png',
                  seg_map_suffix='.png', **kwargs):

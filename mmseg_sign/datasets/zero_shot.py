@@ -12,6 +12,8 @@ The resolved split is stored in ``dataset.metainfo`` as ``seen_classes`` and
 """
 import copy
 import logging
+import os
+import os.path as osp
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -171,6 +173,7 @@ class ZeroShotMixin:
 
     def load_data_list(self) -> List[dict]:
         self._check_pipeline()
+        self._check_files_exist()
         data_list = super().load_data_list()
         name = type(self).__name__
         if not data_list:
@@ -203,6 +206,40 @@ class ZeroShotMixin:
                 logger='current')
             data_list = kept
         return data_list
+
+    def _check_files_exist(self) -> None:
+        """The split file and the image / label folders this dataset reads
+        exist (mmseg stops on a bare ``AssertionError`` or
+        ``FileNotFoundError`` naming one path)."""
+        ann = getattr(self, 'ann_file', '')
+        missing = [f'the split file {ann}'] if ann and \
+            not osp.isfile(ann) else []
+        missing += [f'the {key} folder {folder}'
+                    for key, folder in (self.data_prefix or {}).items()
+                    if key in ('img_path', 'seg_map_path') and folder and
+                    not osp.isdir(folder)]
+        if not missing:
+            return
+        root = self.data_root
+        where = '' if root and osp.isabs(root) else \
+            f'relative to {os.getcwd()}'
+        what = (f'data_root {root!r} does not exist' +
+                (f' ({where})' if where else '')
+                if root and not osp.isdir(root) else
+                ' and '.join(missing) +
+                f' do{"es" if len(missing) == 1 else ""} not exist '
+                f'(data_root={root!r}' + (f', {where}' if where else '') +
+                ')')
+        raise FileNotFoundError(
+            f'{type(self).__name__}: {what}. ' + self.HOW_TO_GET +
+            ' Or point the config at your copy: '
+            '--cfg-options train_dataloader.dataset.data_root=DIR '
+            'val_dataloader.dataset.data_root=DIR '
+            'test_dataloader.dataset.data_root=DIR.')
+
+    #: how to get this dataset, for the error when its files are missing
+    HOW_TO_GET = ('Prepare the data set as docs/user_guide.md ("Datasets") '
+                  'says.')
 
     # -------------------------------------------------------------- pipeline
     def _check_pipeline(self) -> Optional[str]:

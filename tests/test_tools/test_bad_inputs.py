@@ -8,6 +8,7 @@ persistent worker processes) where the case is about what the workers do.
 The run / checkpoint / tool cases of the issue are in
 ``test_bad_inputs_run.py``."""
 import copy
+import os
 import os.path as osp
 import re
 import shutil
@@ -238,6 +239,17 @@ def empty_split(ws):
     return ws.dataset('train')
 
 
+def data_root_missing(ws):
+    return ws.dataset('train', **{
+        'train_dataloader.dataset.data_root': osp.join(ws.root, 'nowhere')})
+
+
+def split_file_and_labels_missing(ws):
+    os.remove(osp.join(ws.root, 'ImageSets', 'Segmentation', 'train.txt'))
+    shutil.rmtree(osp.join(ws.root, 'SegmentationClass'))
+    return ws.dataset('train')
+
+
 def held_out_string(ws):
     return ws.dataset('train', **{
         'train_dataloader.dataset.held_out_classes': 'river'})
@@ -381,6 +393,18 @@ CASES = [
          empty_split,
          error=r"the dataset is empty: the split file '.*train\.txt' lists "
          'no sample'),
+    Case('data_root_missing',
+         "a data_root that does not exist (e.g. the toy data not made yet)",
+         data_root_missing,
+         error=r"ZeroShotToyDataset: data_root '.*nowhere' does not exist\. "
+         r'Make it with `python tools/make_toy_dataset.py`.* Or point the '
+         r'config at your copy: --cfg-options train_dataloader\.dataset\.'
+         'data_root=DIR'),
+    Case('split_file_and_label_folder_missing',
+         'the split file train.txt and the SegmentationClass folder removed',
+         split_file_and_labels_missing,
+         error=r'the split file .*train\.txt and the seg_map_path folder '
+         r'.*SegmentationClass do not exist \(data_root='),
     Case('out_of_range_label_in_validation_sample_0',
          'validation label 0 holds 12 (10 classes): found when the val '
          'dataset is built, before training',
@@ -421,7 +445,8 @@ def test_bad_input(case, ws):
     error = case.error
     if case.label is not None:  # the message names the file first
         error = (re.escape(ws.label_path(*case.label)) + r'.*' + error)
-    with pytest.raises((ValueError, AssertionError), match=error) as info:
+    with pytest.raises((ValueError, AssertionError, FileNotFoundError),
+                       match=error) as info:
         case.act(ws)
     if info.type is AssertionError:  # a tool run: its output
         assert 'Traceback' in str(info.value)

@@ -270,3 +270,29 @@ def test_analysis_tools_out_onto_their_inputs(ws, tmp_path):
                    '--out', str(first)], ws, [first],
                   'lies inside the dataset seg_map_path folder')
     assert 'Traceback' not in out
+
+
+def test_toy_table_report_only_with_nothing_stored(tmp_path):
+    """--report-only on a work dir without the runs: a usage error (it
+    printed an empty table with rc 0), nothing trained or made."""
+    rc, out = tool(['toy_table.py', TOY, '--report-only', '--work-dir',
+                    str(tmp_path / 'w')], REPO)
+    assert rc == 2, out
+    assert 'holds no stored run of these configs' in out
+    assert 'without --report-only' in out
+    made = tmp_path / 'w'
+    assert not made.exists() or not any(made.iterdir())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='a GPU is here')
+@pytest.mark.parametrize('script', ['analysis/unseen_confusion.py',
+                                    'analysis/toy_report.py'])
+def test_analysis_device_checked_first(tmp_path, script):
+    """--device cuda without a GPU: a usage error before anything is
+    built (it was torch's raw 'Torch not compiled with CUDA enabled')."""
+    extra = ['--work-dir', str(tmp_path)] if 'toy_report' in script else []
+    rc, out = tool([script, TOY, str(tmp_path / 'none.pth'), '--device',
+                    'cuda', *extra], REPO)
+    assert rc == 2, out
+    assert "--device: device='cuda', but torch sees no GPU here" in out
+    assert 'Traceback' not in out

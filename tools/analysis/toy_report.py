@@ -14,6 +14,7 @@ import os.path as osp
 from mmengine.config import Config
 
 import mmseg_sign  # noqa: F401
+from mmseg_sign.utils.device import check_device
 from mmseg_sign.visualization.toy_report import draw_predictions, plot_losses
 
 
@@ -28,6 +29,10 @@ def main():
     parser.add_argument('--scale', type=int, default=3)
     parser.add_argument('--device', default='cpu')
     args = parser.parse_args()
+    try:
+        check_device(args.device)
+    except ValueError as err:
+        parser.error(f'--device: {err}')
     cfg = Config.fromfile(args.config)
     pred_png = osp.join(args.work_dir, 'predictions.png')
     loss_png = osp.join(args.work_dir, 'losses.png')

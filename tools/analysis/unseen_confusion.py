@@ -22,6 +22,7 @@ from mmseg.registry import DATASETS
 from mmseg_sign.apis.inference import init_model_checked
 from mmseg_sign.engine.hooks import CheckpointMismatchError
 from mmseg_sign.utils.cli import merge_cfg_options
+from mmseg_sign.utils.device import check_device
 
 
 def confusion(model, dataset) -> np.ndarray:
@@ -104,6 +105,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.top < 1:
         parser.error(f'--top must be >= 1, got {args.top}.')
+    try:
+        check_device(args.device)
+    except ValueError as err:
+        parser.error(f'--device: {err}')
     cfg = Config.fromfile(args.config)
     merge_cfg_options(cfg, args.cfg_options)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
