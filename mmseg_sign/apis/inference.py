@@ -14,7 +14,8 @@ from typing import Optional, Sequence, Union
 from mmengine.config import Config
 from mmengine.runner.checkpoint import _load_checkpoint_to_model
 
-from ..engine.checkpoint_checks import checkpoint_mismatches
+from ..engine.checkpoint_checks import (checkpoint_mismatches,
+                                        mismatch_message)
 from ..engine.hooks.strict_checkpoint_hook import CheckpointMismatchError
 from ..utils.checkpoint import load_checkpoint_file
 
@@ -51,15 +52,8 @@ def init_model_checked(config: Union[str, Config],
     ckpt = load_checkpoint_file(checkpoint)
     problems = checkpoint_mismatches(model, ckpt, dataset_classes)
     if problems:
-        meta = ckpt.get('meta') if isinstance(ckpt, dict) else None
-        run = meta.get('experiment_name') if isinstance(meta, dict) else None
         raise CheckpointMismatchError(
-            f'The checkpoint {checkpoint} does not match the model of '
-            f'{name}:\n  - ' + '\n  - '.join(problems) + '\nGive the '
-            'config this checkpoint was trained with' +
-            (f" (it was written by the run {run!r}; its meta['cfg'] holds "
-             'that config, and the run dumped it into its work dir)'
-             if run else '') + '.')
+            mismatch_message(checkpoint, name, ckpt, problems) + '.')
     _load_checkpoint_to_model(model, ckpt, strict=False)  # BN counters
     meta = ckpt.get('meta') or {}
     if meta.get('dataset_meta'):  # as init_model keeps it

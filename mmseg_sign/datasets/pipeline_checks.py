@@ -2,6 +2,8 @@
 label loaders swapped for checked ones, random transforms recognised (a
 training pipeline), an image's size read from its header."""
 import io
+import os
+import os.path as osp
 
 import mmengine.fileio as fileio
 
@@ -70,3 +72,42 @@ def _image_size(info: dict, dataset):
             return img.size[1], img.size[0]
     except OSError:  # PIL's UnidentifiedImageError is one
         return None
+
+
+def check_files_exist(dataset) -> None:
+    """The split file and the image / label folders ``dataset`` reads
+    exist (mmseg stops on a bare ``AssertionError`` or
+    ``FileNotFoundError`` naming one path).
+
+    Args:
+        dataset (BaseSegDataset): a dataset with ``ZeroShotMixin`` (its
+            ``HOW_TO_GET`` says how to get the data), prefixes joined.
+
+    Raises:
+        FileNotFoundError: naming what is missing, the data_root, how to
+            get the data and how to point the config at it.
+    """
+    ann = getattr(dataset, 'ann_file', '')
+    missing = [f'the split file {ann}'] if ann and not osp.isfile(ann) \
+        else []
+    missing += [f'the {key} folder {folder}'
+                for key, folder in (dataset.data_prefix or {}).items()
+                if key in ('img_path', 'seg_map_path') and folder and
+                not osp.isdir(folder)]
+    if not missing:
+        return
+    root = dataset.data_root
+    where = '' if root and osp.isabs(root) else \
+        f'relative to {os.getcwd()}'
+    what = (f'data_root {root!r} does not exist' +
+            (f' ({where})' if where else '')
+            if root and not osp.isdir(root) else
+            ' and '.join(missing) +
+            f' do{"es" if len(missing) == 1 else ""} not exist '
+            f'(data_root={root!r}' + (f', {where}' if where else '') + ')')
+    raise FileNotFoundError(
+        f'{type(dataset).__name__}: {what}. ' + dataset.HOW_TO_GET +
+        ' Or point the config at your copy: '
+        '--cfg-options train_dataloader.dataset.data_root=DIR '
+        'val_dataloader.dataset.data_root=DIR '
+        'test_dataloader.dataset.data_root=DIR.')

@@ -12,8 +12,6 @@ The resolved split is stored in ``dataset.metainfo`` as ``seen_classes`` and
 """
 import copy
 import logging
-import os
-import os.path as osp
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -23,7 +21,8 @@ from mmseg.datasets import BaseSegDataset
 from mmseg.registry import DATASETS
 from ..structures.class_split import (ClassRefs, _as_list, resolve_class_refs,
                                       resolve_split, split_into_metainfo)
-from .pipeline_checks import _draws_at_random, _image_size, _swap_loaders
+from .pipeline_checks import (_draws_at_random, _image_size, _swap_loaders,
+                              check_files_exist)
 
 def _refuse_held_out_in_split(where: str, held_out: Sequence[str],
                               **split) -> None:
@@ -73,6 +72,8 @@ class ZeroShotMixin:
     #: on 0-based maps ``True`` shifts every class by one (and ignores
     #: class 0), on 1-based maps ``False`` trains background as class 0.
     REDUCE_ZERO_LABEL: Optional[bool] = None
+    #: How to get the data, for the error when its files are missing.
+    HOW_TO_GET = 'Prepare it as docs/user_guide.md ("Datasets") says.'
 
     def __init__(self,
                  *args,
@@ -173,7 +174,7 @@ class ZeroShotMixin:
 
     def load_data_list(self) -> List[dict]:
         self._check_pipeline()
-        self._check_files_exist()
+        check_files_exist(self)
         data_list = super().load_data_list()
         name = type(self).__name__
         if not data_list:
@@ -206,40 +207,6 @@ class ZeroShotMixin:
                 logger='current')
             data_list = kept
         return data_list
-
-    def _check_files_exist(self) -> None:
-        """The split file and the image / label folders this dataset reads
-        exist (mmseg stops on a bare ``AssertionError`` or
-        ``FileNotFoundError`` naming one path)."""
-        ann = getattr(self, 'ann_file', '')
-        missing = [f'the split file {ann}'] if ann and \
-            not osp.isfile(ann) else []
-        missing += [f'the {key} folder {folder}'
-                    for key, folder in (self.data_prefix or {}).items()
-                    if key in ('img_path', 'seg_map_path') and folder and
-                    not osp.isdir(folder)]
-        if not missing:
-            return
-        root = self.data_root
-        where = '' if root and osp.isabs(root) else \
-            f'relative to {os.getcwd()}'
-        what = (f'data_root {root!r} does not exist' +
-                (f' ({where})' if where else '')
-                if root and not osp.isdir(root) else
-                ' and '.join(missing) +
-                f' do{"es" if len(missing) == 1 else ""} not exist '
-                f'(data_root={root!r}' + (f', {where}' if where else '') +
-                ')')
-        raise FileNotFoundError(
-            f'{type(self).__name__}: {what}. ' + self.HOW_TO_GET +
-            ' Or point the config at your copy: '
-            '--cfg-options train_dataloader.dataset.data_root=DIR '
-            'val_dataloader.dataset.data_root=DIR '
-            'test_dataloader.dataset.data_root=DIR.')
-
-    #: how to get this dataset, for the error when its files are missing
-    HOW_TO_GET = ('Prepare the data set as docs/user_guide.md ("Datasets") '
-                  'says.')
 
     # -------------------------------------------------------------- pipeline
     def _check_pipeline(self) -> Optional[str]:

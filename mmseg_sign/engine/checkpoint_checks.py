@@ -111,6 +111,32 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None,
     return problems
 
 
+
+def mismatch_message(checkpoint_path: str, config_path: str, checkpoint,
+                     problems: list) -> str:
+    """What :func:`checkpoint_mismatches` found, as the start of an error:
+    the problems, then "... the config this checkpoint was trained with"
+    and the run that wrote it, for the caller to end (``.`` or the way out
+    its tool offers).
+
+    Args:
+        checkpoint_path (str): the checkpoint file.
+        config_path (str): the config of the model.
+        checkpoint (dict): the loaded checkpoint (its ``meta``).
+        problems (list[str]): :func:`checkpoint_mismatches`' lines.
+
+    Returns:
+        str: the message, without a final full stop.
+    """
+    meta = checkpoint.get('meta') if isinstance(checkpoint, Mapping) \
+        else None
+    run = meta.get('experiment_name') if isinstance(meta, Mapping) else None
+    return (f'The checkpoint {checkpoint_path} does not match the model of '
+            f'{config_path}:\n  - ' + '\n  - '.join(problems) +
+            '\nUse the config this checkpoint was trained with' +
+            (f" (it was written by the run {run!r}; its meta['cfg'] holds "
+             'that config)' if run else ''))
+
 def checkpoint_split_mismatch(checkpoint, metainfo) -> str:
     """A line naming both splits when the checkpoint's unseen classes differ
     from the test dataset's (``metainfo['unseen_classes']``); empty when

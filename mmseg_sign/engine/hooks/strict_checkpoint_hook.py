@@ -8,7 +8,7 @@ from mmengine.hooks import Hook
 from mmseg.registry import HOOKS
 from ..checkpoint_checks import (  # noqa: F401 (re-exported)
     checkpoint_mismatches, checkpoint_split_mismatch,
-    checkpoint_unseen_classes, evaluator_split_mismatches)
+    checkpoint_unseen_classes, evaluator_split_mismatches, mismatch_message)
 
 class CheckpointMismatchError(RuntimeError):
     pass
@@ -83,18 +83,9 @@ class StrictCheckpointHook(Hook):
         problems = checkpoint_mismatches(runner.model, checkpoint, classes)
         if not problems:
             return
-        meta = checkpoint.get('meta') if isinstance(checkpoint,
-                                                    Mapping) else None
-        trained_as = ''
-        if isinstance(meta, Mapping) and meta.get('experiment_name'):
-            trained_as = (f" (it was written by the run "
-                          f"{meta['experiment_name']!r}; its meta['cfg'] "
-                          'holds that config)')
         raise CheckpointMismatchError(
-            f'The checkpoint {self.checkpoint_path} does not match the model '
-            f'of {self.config_path}:\n  - ' + '\n  - '.join(problems) +
-            '\nTest with the config this checkpoint was trained with'
-            f'{trained_as}, or pass --lenient-load{self.flags_of} to '
-            'evaluate anyway with '
-            "mmengine's lenient load (weights it cannot load keep their "
+            mismatch_message(self.checkpoint_path, self.config_path,
+                             checkpoint, problems) +
+            f', or pass --lenient-load{self.flags_of} to evaluate anyway '
+            "with mmengine's lenient load (weights it cannot load keep their "
             'random initialisation, so the scores are meaningless).')
