@@ -93,6 +93,7 @@ if __name__ == '__main__':
             'numpy',
             'matplotlib',
             'prettytable',
+            'scipy',  # toy tables' confidence intervals (Student's t)
         ],
         extras_require=dict(
             # CLIP text embeddings (tools/build_class_embeddings.py

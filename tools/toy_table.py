@@ -1,9 +1,10 @@
 """Shipped configs on the built-in toy data, over training seeds and toy
 data seeds, as markdown tables (docs/toy_results.md).
 
-    python tools/toy_table.py configs/baselines/spnet_toy.py \\
-        configs/sign/sign_toy.py --seeds 0 1 2 --data-seeds 0 1 2 --jobs 2 \\
+    python tools/toy_table.py configs/baselines/cagnet_toy_st.py \\
+        configs/sign/sign_toy.py [--seeds 0-9] [--data-seeds 0] --jobs 2 \\
         [--rows 'SIGN + AST=sign_toy@self_train' ...] [--metric mIoU_seen] \\
+        [--compare 'SIGN + AST' 'CaGNet + ST'] [--seed-key KEY --tag NAME] \\
         [--amp-dtype bfloat16] [--cfg-options KEY=VALUE ... [--tag NAME]] \\
         [--sweep KEY=V1,V2,... [--plot PNG]] [--picture PNG] \\
         [--work-dir work_dirs/toy_table] [--out table.md]
@@ -24,11 +25,24 @@ something else (a config of the same file name, other options without
 the configs lack, a repeated sweep value and a ``--rows`` entry naming an
 unknown run or stage.
 
+* Protocol (docs/toy_results.md): on the toy, training seeds 0-9 on toy
+  data seed 0 by default (``--seeds`` / ``--data-seeds`` take ranges:
+  ``0-9``, ``0-2,7``); on ``--data config``, seeds 0-4.
 * Rows: a config after one of its stages (the validation at the stage's
   end; without a stage plan, its last validation), named ``STEM@STAGE`` or
-  by ``--rows LABEL=STEM@STAGE`` (which also orders them); mean ± std over
-  the runs. With several data seeds a second table gives ``--metric``
-  (harmonic mIoU by default) per data seed.
+  by ``--rows LABEL=STEM@STAGE`` (which also orders them); mean ± the
+  half-width of its 95 % confidence interval (Student's t) over the n
+  runs, and the sd of the harmonic mIoU. With several data seeds a second
+  table gives ``--metric`` (harmonic mIoU by default) per data seed.
+* ``--compare A B`` (repeatable; row labels): the paired difference A − B
+  over the (data seed, seed) runs both rows have, mean ± 95 % CI, how many
+  pairs A won, and whether the toy can order the two (the interval
+  excludes 0) or not.
+* ``--seed-key KEY`` (with ``--tag``): each run's seed goes to ``KEY``
+  instead of ``randomness.seed``, e.g.
+  ``default_hooks.sign_random.init_seed`` with ``--cfg-options
+  randomness.seed=0`` varies the initial weights alone (the spread
+  decomposition of docs/toy_results.md).
 * ``--amp-dtype DTYPE`` (tools/train.py's) names the runs ``STEM+DTYPE``;
   ``--cfg-options`` go to every run, and ``--tag NAME`` names such runs
   ``STEM+NAME`` so that they do not pass for the config's own.
@@ -58,7 +72,9 @@ from pathlib import Path
 from mmengine.config import Config
 
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
-from mmseg_sign.utils.toy_markdown import KEYS, table, table_by_data_seed
+from mmseg_sign.utils.stats import parse_seeds
+from mmseg_sign.utils.toy_markdown import (KEYS, comparison, table,
+                                           table_by_data_seed)
 from mmseg_sign.utils.toy_results import adopt_finished_runs, read_results
 from mmseg_sign.utils.toy_table import (OWN_DATA, config_value, foreign_runs,
                                         row_stem, run_dir_name, stage_ends,
@@ -69,9 +85,20 @@ from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('configs', nargs='+')
-    parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
-    parser.add_argument('--data-seeds', type=int, nargs='+',
-                        default=None, help='toy data seeds (default 0 1 2)')
+    parser.add_argument(
+        '--seeds', nargs='+', default=None, metavar='SEEDS',
+        help='training seeds or ranges, e.g. 0-9 (default: 0-9 on the toy, '
+        '0-4 with --data config)')
+    parser.add_argument('--data-seeds', nargs='+', default=None,
+                        metavar='SEEDS', help='toy data seeds (default 0)')
+    parser.add_argument(
+        '--compare', nargs=2, action='append', default=[],
+        metavar=('A', 'B'), help='paired difference of rows A and B '
+        '(labels; repeatable)')
+    parser.add_argument(
+        '--seed-key', default='randomness.seed', metavar='KEY',
+        help="the config key each run's seed sets (default randomness.seed;"
+        ' another needs --tag)')
     parser.add_argument(
         '--data', choices=['toy', 'config'], default='toy',
         help="toy: the built-in toy data of each --data-seeds (default); "
@@ -103,13 +130,25 @@ def main():
                         help="each config's final predictions on the first "
                         'test images (first data seed and seed)')
     args = parser.parse_args()
+    try:
+        for name in ('seeds', 'data_seeds'):
+            if getattr(args, name) is not None:
+                setattr(args, name, [s for item in getattr(args, name)
+                                     for s in parse_seeds(item)])
+    except ValueError as err:
+        parser.error(str(err))
+    if args.seeds is None:
+        args.seeds = list(range(10 if args.data == 'toy' else 5))
+    if args.seed_key != 'randomness.seed' and not args.tag:
+        parser.error(f'--seed-key {args.seed_key}: give the runs a --tag '
+                     "(they are not the config's own runs).")
     if args.data == 'config':
         if args.data_seeds is not None:
             parser.error('--data-seeds is for the toy data; with --data '
                          "config the runs use the configs' own data.")
         args.data_seeds = [OWN_DATA]
     elif args.data_seeds is None:
-        args.data_seeds = [0, 1, 2]
+        args.data_seeds = [0]
     if args.jobs < 1:
         parser.error(f'--jobs must be >= 1, got {args.jobs}.')
     for what, values in (('--seeds', args.seeds),
@@ -169,7 +208,7 @@ def main():
     runs = [(c, tag, [*args.cfg_options, *options], d, s)
             for d in args.data_seeds for s in args.seeds
             for c, _, tag, options in variants]
-    foreign = foreign_runs(results, runs, args.amp_dtype)
+    foreign = foreign_runs(results, runs, args.amp_dtype, args.seed_key)
     if foreign:
         parser.error(
             f'{path} holds runs under the names this command uses that ran '
@@ -194,6 +233,19 @@ def main():
                         f'{stem} has no stage {stage!r} (its stages: '
                         f'{known})') + '.')
             rows[label or target] = (stem, stage)
+    elif args.sweep:  # the last stage at each value
+        rows = {f'{stem_of(c)}@{list(stage_ends(c))[-1]} {leaf}={value:g}':
+                (stem_of(c, tag), list(stage_ends(c))[-1])
+                for c, value, tag, _ in variants}
+    else:
+        rows = {f'{stem_of(c)}@{s}': (stem_of(c), s) for c in args.configs
+                for s in stage_ends(c)}
+    for pair in args.compare:
+        unknown = [label for label in pair if label not in rows]
+        if unknown:
+            parser.error(f'--compare {" ".join(map(repr, pair))}: no row '
+                         f'{unknown[0]!r}; the rows are {list(rows)} (name '
+                         "them with --rows LABEL=STEM@STAGE).")
     todo = [r for r in runs
             if f'{stem_of(r[0], r[1])}/{r[3]}/{r[4]}' not in results]
     if args.report_only:
@@ -203,22 +255,21 @@ def main():
                 'and seeds (nothing to report); run the same command '
                 'without --report-only to train them.')
         todo = []
-    failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs)
+    failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs,
+                        args.seed_key)
     if failed:  # the other runs are kept: a repeated command skips them
         raise SystemExit('\n'.join(['runs failed:', *failed]))
-    if not args.rows and args.sweep:  # the last stage at each value
-        rows = {f'{stem_of(c)}@{list(stage_ends(c))[-1]} {leaf}={value:g}':
-                (stem_of(c, tag), list(stage_ends(c))[-1])
-                for c, value, tag, _ in variants}
-    elif not args.rows:
-        rows = {f'{stem_of(c)}@{s}': (stem_of(c), s) for c in args.configs
-                for s in stage_ends(c)}
     lines = table(results, rows, args.data_seeds, args.seeds)
     if len(args.data_seeds) > 1:
-        lines += ['', f'{args.metric} per toy data seed (mean ± std over the '
-                  'training seeds):', '', *table_by_data_seed(
+        lines += ['', f'{args.metric} per toy data seed (mean ± 95 % CI over '
+                  'the training seeds):', '', *table_by_data_seed(
                       results, rows, args.data_seeds, args.seeds,
                       args.metric)]
+    if args.compare:
+        lines += ['', 'Paired differences (the same data seeds and training '
+                  'seeds; 95 % CI, Student\'s t):', '', *comparison(
+                      results, rows, args.compare, args.data_seeds,
+                      args.seeds)]
     if args.picture:
         labels = {target: label for label, target in rows.items()}
         models = []

@@ -19,6 +19,7 @@ from prettytable import PrettyTable
 from mmseg.evaluation import IoUMetric
 from mmseg.registry import METRICS
 from ..structures.class_split import resolve_split
+from .bootstrap import bootstrap_gzsl
 
 
 def harmonic_mean(seen: float, unseen: float) -> float:
@@ -127,6 +128,11 @@ class GZSLIoUMetric(IoUMetric):
             like :class:`IoUMetric`'s per-image counts it gathers across
             ranks). Ties between a seen and an unseen score go to the lower
             class index, as ``argmax`` does. Default: None (no sweep).
+        bootstrap (int): with B > 0, also ``mIoU_seen_boot_sd``,
+            ``mIoU_unseen_boot_sd`` and ``hIoU_boot_sd``: each score's sd
+            over B resamples of the scored images (with replacement, a
+            private generator of seed 0; :func:`bootstrap_gzsl`), how much
+            it owes to which images were scored. Default: 0 (none).
         calibration_dir (str, optional): where ``calibration_sweep.json`` is
             written. Default: ``output_dir`` if set, else ``calibration/``
             in the Runner's log directory (``WORK_DIR/TIMESTAMP/
@@ -150,6 +156,7 @@ class GZSLIoUMetric(IoUMetric):
                  unseen_classes: Optional[Sequence[Union[str, int]]] = None,
                  calibration_sweep: Optional[Sequence[float]] = None,
                  calibration_dir: Optional[str] = None,
+                 bootstrap: int = 0,
                  **kwargs) -> None:
         if kwargs.setdefault('iou_metrics', ['mIoU']) != ['mIoU']:
             raise ValueError('GZSLIoUMetric computes IoU only; for Dice or '
@@ -162,6 +169,12 @@ class GZSLIoUMetric(IoUMetric):
         # seen so far: memory does not grow with the test set
         self._sweep_sum: Optional[torch.Tensor] = None
         self.calibration_dir = calibration_dir
+        if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) \
+                or bootstrap < 0 or bootstrap == 1:
+            raise ValueError(f'GZSLIoUMetric: bootstrap is the number of '
+                             f'resamples (0: none, or >= 2), got '
+                             f'{bootstrap!r}.')
+        self.bootstrap = bootstrap
 
     def split_mask(self) -> np.ndarray:
         """Boolean ``[num_classes]``: True for unseen classes."""
@@ -291,6 +304,11 @@ class GZSLIoUMetric(IoUMetric):
         summary = PrettyTable(['mIoU_seen', 'mIoU_unseen', 'hIoU', 'mIoU'])
         summary.add_row([metrics[k] for k in summary.field_names])
         print_log('GZSL summary:\n' + summary.get_string(), logger=logger)
+        if self.bootstrap:
+            per_image = [np.stack([r[i].double().numpy() for r in results])
+                         for i in (0, 1)]  # intersection, union: [N, K]
+            metrics.update(bootstrap_gzsl(*per_image, unseen,
+                                          self.bootstrap))
         if self.calibration_sweep is not None:
             metrics.update(self.sweep_metrics(results, label, unseen, logger))
         return dict(metrics)

@@ -1,13 +1,17 @@
-"""The toy tables' markdown: each row's mean ± std over its runs
+"""The toy tables' markdown: each row's mean ± 95 % confidence interval
+over its n runs, and paired comparisons of two rows
 (``tools/toy_table.py``, docs/toy_results.md)."""
 import numpy as np
+
+from .stats import mean_ci, paired_difference
 
 #: the metrics of a row, in table order
 KEYS = ('mIoU_seen', 'mIoU_unseen', 'hIoU')
 
 
 def fmt(values) -> str:
-    """``mean ± std`` (numpy's std, ddof 0) with two decimals.
+    """``mean ± half-width of its 95 % CI`` (Student's t, n − 1 degrees of
+    freedom) with two decimals; one value alone.
 
     Args:
         values (Sequence[float]): the runs' values.
@@ -15,12 +19,14 @@ def fmt(values) -> str:
     Returns:
         str: e.g. ``'50.00 ± 10.00'``.
     """
-    return f'{np.mean(values):.2f} ± {np.std(values):.2f}'
+    return str(mean_ci(values))
 
 
 def table(results: dict, rows: dict, data_seeds, seeds) -> list:
-    """Markdown lines: each row's mean ± std over its runs of the given
-    data seeds and training seeds.
+    """Markdown lines: each row's mean ± 95 % CI over its runs of the given
+    data seeds and training seeds (``n``: how many), the sd of its
+    harmonic mIoU over those runs, and the runs' mean bootstrap sd of it
+    over the test images (``GZSLIoUMetric(bootstrap=B)``, where logged).
 
     Args:
         results (dict): ``{STEM/DATA_SEED/SEED: run}`` (:func:`run`'s).
@@ -32,9 +38,9 @@ def table(results: dict, rows: dict, data_seeds, seeds) -> list:
         list[str]: the header and one line per row that has runs.
     """
     wanted = {f'{d}/{s}' for d in data_seeds for s in seeds}
-    lines = ['| row | runs | seen mIoU | unseen mIoU | harmonic mIoU | '
-             'SIM params | model params | s per run |',
-             '|---|---|---|---|---|---|---|---|']
+    lines = ['| row | n | seen mIoU | unseen mIoU | harmonic mIoU | '
+             'sd (harmonic) | sd (test images) | SIM params | model params '
+             '| s per run |', '|---|---|---|---|---|---|---|---|---|---|']
     for label, (stem, stage) in rows.items():
         runs = [v for k, v in results.items() if k.split('/')[0] == stem
                 and k.split('/', 1)[1] in wanted and stage in v]
@@ -42,6 +48,8 @@ def table(results: dict, rows: dict, data_seeds, seeds) -> list:
             lines.append(
                 f'| {label} | {len(runs)} | ' + ' | '.join(
                     fmt([r[stage][k] for r in runs]) for k in KEYS)
+                + f" | {_sd([r[stage]['hIoU'] for r in runs])}"
+                + f" | {_boot([r[stage] for r in runs])}"
                 + f" | {runs[0]['params']['sim']:,} | "
                 f"{runs[0]['params']['model']:,} | "
                 f"{np.mean([r['seconds'] for r in runs]):.0f} |")
@@ -50,7 +58,7 @@ def table(results: dict, rows: dict, data_seeds, seeds) -> list:
 
 def table_by_data_seed(results: dict, rows: dict, data_seeds, seeds,
                        metric: str = 'hIoU') -> list:
-    """Markdown lines: one metric per row and toy data seed (mean ± std
+    """Markdown lines: one metric per row and toy data seed (mean ± 95 % CI
     over the training seeds), to see whether an ordering holds on each.
 
     Args:
@@ -74,4 +82,79 @@ def table_by_data_seed(results: dict, rows: dict, data_seeds, seeds,
             cells.append(fmt(values) if values else '–')
         if any(c != '–' for c in cells):
             lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
+    return lines
+
+
+def _sd(values) -> str:
+    return f'{np.std(values, ddof=1):.2f}' if len(values) > 1 else '–'
+
+
+def _boot(stages) -> str:
+    """The runs' mean bootstrap sd of the harmonic mIoU (how much one
+    run's score owes to which test images were scored), where logged."""
+    sds = [s['hIoU_boot_sd'] for s in stages if 'hIoU_boot_sd' in s]
+    return f'{np.mean(sds):.2f}' if sds else '–'
+
+
+def paired_values(results: dict, row_a: tuple, row_b: tuple, data_seeds,
+                  seeds, metric: str = 'hIoU') -> tuple:
+    """The (data seed, seed) pairs both rows ran, and their values.
+
+    Args:
+        results (dict): ``{STEM/DATA_SEED/SEED: run}``.
+        row_a (tuple): ``(stem, stage)`` of A.
+        row_b (tuple): ``(stem, stage)`` of B.
+        data_seeds (Sequence[int]): the data seeds to pair over.
+        seeds (Sequence[int]): the training seeds to pair over.
+        metric (str): one of :data:`KEYS`.
+
+    Returns:
+        tuple[list[str], list[float], list[float]]: the pairs
+        (``'DATA/SEED'``), A's values and B's.
+    """
+    pairs, a, b = [], [], []
+    for d in data_seeds:
+        for s in seeds:
+            ra = results.get(f'{row_a[0]}/{d}/{s}', {}).get(row_a[1])
+            rb = results.get(f'{row_b[0]}/{d}/{s}', {}).get(row_b[1])
+            if ra is not None and rb is not None:
+                pairs.append(f'{d}/{s}')
+                a.append(ra[metric])
+                b.append(rb[metric])
+    return pairs, a, b
+
+
+def comparison(results: dict, rows: dict, pairs_of_labels, data_seeds,
+               seeds) -> list:
+    """Markdown lines: for each ``(A, B)``, the paired difference A − B of
+    each metric over the runs both have (mean ± 95 % CI, n, how many pairs
+    A won) and what the table can say: ``A > B``, ``A < B`` (the interval
+    excludes 0) or ``not resolved``.
+
+    Args:
+        results (dict): ``{STEM/DATA_SEED/SEED: run}``.
+        rows (dict): ``{label: (stem, stage)}``.
+        pairs_of_labels (Sequence[tuple[str, str]]): labels of ``rows``.
+        data_seeds (Sequence[int]): the data seeds to pair over.
+        seeds (Sequence[int]): the training seeds to pair over.
+
+    Returns:
+        list[str]: the header and one line per comparison and metric.
+    """
+    lines = ['| A − B | metric | n | difference (95 % CI) | A wins | '
+             'the toy says |', '|---|---|---|---|---|---|']
+    names = dict(zip(KEYS, ('seen mIoU', 'unseen mIoU', 'harmonic mIoU')))
+    for la, lb in pairs_of_labels:
+        for metric in KEYS:
+            pairs, a, b = paired_values(results, rows[la], rows[lb],
+                                        data_seeds, seeds, metric)
+            if not pairs:
+                lines.append(f'| {la} − {lb} | {names[metric]} | 0 | – | – '
+                             '| no paired runs |')
+                continue
+            p = paired_difference(a, b)
+            verdict = {'A > B': f'{la} > {lb}', 'A < B': f'{la} < {lb}'
+                       }.get(p.verdict, 'not resolved')
+            lines.append(f'| {la} − {lb} | {names[metric]} | {p.diff.n} | '
+                         f'{p.diff} | {p.wins}/{p.diff.n} | {verdict} |')
     return lines

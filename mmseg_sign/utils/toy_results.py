@@ -14,7 +14,8 @@ from mmengine.config import Config, DictAction
 from .atomic import atomic_write
 
 
-def run_key(cfg_path: str, amp_dtype=None, cfg_options=()) -> str:
+def run_key(cfg_path: str, amp_dtype=None, cfg_options=(),
+            seed_key: str = 'randomness.seed') -> str:
     """What a run ran, as a short hash: the resolved config (the file and
     everything it inherits, with ``cfg_options`` merged; the data root and
     seed that :func:`train` adds are not part of it) and the autocast
@@ -25,15 +26,18 @@ def run_key(cfg_path: str, amp_dtype=None, cfg_options=()) -> str:
         cfg_path (str): the config.
         amp_dtype (str, optional): ``--amp-dtype``.
         cfg_options (Sequence[str]): ``KEY=VALUE`` items.
+        seed_key (str): the key the run's seed sets (part of the key where
+            it is not ``randomness.seed``).
 
     Returns:
         str: 12 hex digits.
     """
-    return _run_key(cfg_path, amp_dtype, tuple(cfg_options))
+    return _run_key(cfg_path, amp_dtype, tuple(cfg_options), seed_key)
 
 
 @functools.lru_cache(maxsize=None)  # a command asks once per config
-def _run_key(cfg_path: str, amp_dtype, cfg_options: tuple) -> str:
+def _run_key(cfg_path: str, amp_dtype, cfg_options: tuple,
+             seed_key: str) -> str:
     cfg = Config.fromfile(cfg_path)
     if cfg_options:  # parsed as tools/train.py parses them
         parser = argparse.ArgumentParser()
@@ -41,6 +45,8 @@ def _run_key(cfg_path: str, amp_dtype, cfg_options: tuple) -> str:
         cfg.merge_from_dict(parser.parse_args(
             ['--options', *cfg_options]).options)
     text = f'{cfg.pretty_text}\namp_dtype={amp_dtype}'
+    if seed_key != 'randomness.seed':
+        text += f'\nseed_key={seed_key}'
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 

@@ -55,7 +55,8 @@ def stage_ends(cfg_path: str) -> dict:
 
 
 def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
-          cfg_options=(), threads=None) -> float:
+          cfg_options=(), threads=None,
+          seed_key: str = 'randomness.seed') -> float:
     """tools/train.py on the toy data of ``data_root``; seconds taken.
 
     Args:
@@ -63,17 +64,19 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
         work_dir (str): the run's work dir.
         data_root (str | None): the toy dataset (and its class-embedding
             table); None: the config's own data and table.
-        seed (int): ``randomness.seed``.
+        seed (int): the value of ``seed_key``.
         amp_dtype (str, optional): tools/train.py's ``--amp-dtype``.
         cfg_options (Sequence[str]): more ``--cfg-options``.
         threads (int, optional): the run's ``OMP_NUM_THREADS`` (default:
             this process's environment).
+        seed_key (str): the config key the seed sets, ``randomness.seed``
+            or e.g. ``default_hooks.sign_random.init_seed``.
 
     Returns:
         float: the run's wall time.
     """
     extra = ['--amp-dtype', amp_dtype] if amp_dtype else []
-    options = [*cfg_options, f'randomness.seed={seed}']
+    options = [*cfg_options, f'{seed_key}={seed}']
     if data_root is not None:
         options.append(f'model.decode_head.class_embeddings={data_root}/'
                        'class_embeddings.npz')
@@ -159,7 +162,7 @@ def toy_data(wd: str, data_seed: int):
 
 
 def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
-        tag=None, threads=None) -> dict:
+        tag=None, threads=None, seed_key: str = 'randomness.seed') -> dict:
     """One run's metrics at each stage end, its time and neck size.
 
     Args:
@@ -172,16 +175,18 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
         cfg_options (Sequence[str]): more ``--cfg-options``.
         tag (str, optional): :func:`row_stem`'s.
         threads (int, optional): :func:`train`'s.
+        seed_key (str): :func:`train`'s.
 
     Returns:
         dict: ``seconds``, ``params`` (:func:`param_counts`) and per
-        stage ``{mIoU_seen, mIoU_unseen, hIoU}``.
+        stage ``{mIoU_seen, mIoU_unseen, hIoU}`` (with their ``_boot_sd``
+        where the metric bootstraps).
     """
     data_root = toy_data(wd, data_seed)
     stem = row_stem(cfg_path, amp_dtype, tag)
     run_dir = osp.join(wd, run_dir_name(stem, data_seed, seed))
     seconds = train(cfg_path, run_dir, data_root, seed, amp_dtype,
-                    cfg_options, threads)
+                    cfg_options, threads, seed_key)
     records = logged_records(run_dir, 'hIoU')
     out = dict(seconds=seconds, params=param_counts(run_dir))
     # the plan as run (--cfg-options included): the config the run dumped
@@ -189,11 +194,15 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     for stage, end in stage_ends(dumped).items():
         record = records[end if end is not None else max(records)]
         out[stage] = {k: record[k] for k in KEYS}
+        # each score's sd over resamples of the test images, where the
+        # metric has them (GZSLIoUMetric(bootstrap=B), the toy data's)
+        out[stage].update({f'{k}_boot_sd': record[f'{k}_boot_sd']
+                           for k in KEYS if f'{k}_boot_sd' in record})
     return out
 
 
 def train_runs(todo, wd: str, results: dict, amp_dtype=None,
-               jobs: int = 1) -> list:
+               jobs: int = 1, seed_key: str = 'randomness.seed') -> list:
     """Trains runs ``jobs`` at a time (each with ``OMP_NUM_THREADS`` =
     cores / jobs unless set), adding each to ``results`` and writing
     ``WD/results.json`` as it ends.
@@ -206,6 +215,7 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
             (with the runs other processes stored meanwhile, too).
         amp_dtype (str, optional): :func:`train`'s.
         jobs (int): runs at once.
+        seed_key (str): :func:`train`'s.
 
     Returns:
         list[str]: ``'NAME: error'`` of each run that failed (the others
@@ -219,11 +229,12 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
     path = osp.join(wd, 'results.json')
     # what each run runs (run_key), here: reading configs is not
     # thread-safe (mmengine resolves `mmseg::` bases through pkg_resources)
-    keys = {(c, tuple(o)): run_key(c, amp_dtype, o) for c, _, o, _, _ in todo}
+    keys = {(c, tuple(o)): run_key(c, amp_dtype, o, seed_key)
+            for c, _, o, _, _ in todo}
     failed = []
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         futures = {pool.submit(run, c, wd, d, s, amp_dtype, options, tag,
-                               threads):
+                               threads, seed_key):
                    (f'{row_stem(c, amp_dtype, tag)}/{d}/{s}',
                     keys[c, tuple(options)],
                     osp.join(wd, run_dir_name(row_stem(c, amp_dtype, tag),
@@ -267,7 +278,8 @@ def row_stem(cfg_path: str, amp_dtype=None, tag=None) -> str:
     return '+'.join(x for x in (stem, amp_dtype, tag) if x)
 
 
-def foreign_runs(results: dict, todo, amp_dtype=None) -> list:
+def foreign_runs(results: dict, todo, amp_dtype=None,
+                 seed_key: str = 'randomness.seed') -> list:
     """The stored runs that ``todo`` would take for its own but that ran
     something else (:func:`run_key`; runs stored before keys existed are
     taken as they are).
@@ -277,6 +289,7 @@ def foreign_runs(results: dict, todo, amp_dtype=None) -> list:
         todo (Sequence[tuple]): ``(config, tag, cfg_options, data_seed,
             seed)`` per run.
         amp_dtype (str, optional): ``--amp-dtype``.
+        seed_key (str): :func:`train`'s.
 
     Returns:
         list[str]: ``'NAME (config CFG)'`` of each mismatch.
@@ -285,7 +298,8 @@ def foreign_runs(results: dict, todo, amp_dtype=None) -> list:
     for c, tag, options, d, s in todo:
         name = f'{row_stem(c, amp_dtype, tag)}/{d}/{s}'
         stored = results.get(name, {}).get('key')
-        if stored is not None and stored != run_key(c, amp_dtype, options):
+        if stored is not None and stored != run_key(c, amp_dtype, options,
+                                                     seed_key):
             found.append(f'{name} (config {c})')
     return found
 

@@ -1,5 +1,6 @@
 """tools/toy_table.py: the toy tables' runner (each config's metrics at
-each stage end, mean ± std over seeds) and its comparison picture."""
+each stage end, mean ± 95 % CI over seeds, paired comparisons) and its
+comparison picture."""
 import json
 import os
 import os.path as osp
@@ -17,7 +18,7 @@ SHORT_PLAN = ['custom_hooks.0.stages.0.iters=2',
               'custom_hooks.0.stages.2.iters=2']
 
 
-def test_table_is_mean_and_std_of_the_chosen_runs():
+def test_table_is_mean_and_ci_of_the_chosen_runs():
     from mmseg_sign.utils.toy_markdown import table, table_by_data_seed
     def run(h):
         return dict(seconds=10, params=dict(sim=1234, model=56789),
@@ -26,18 +27,46 @@ def test_table_is_mean_and_std_of_the_chosen_runs():
     results = {'a/0/0': run(40.0), 'a/0/1': run(60.0), 'a/1/0': run(90.0)}
     lines = table(results, {'A': ('a', 'transfer')}, data_seeds=[0],
                   seeds=[0, 1])
-    # the run of data seed 1 is not asked for; std is numpy's (ddof 0)
-    assert lines[2] == ('| A | 2 | 80.00 ± 0.00 | 25.00 ± 5.00 | '
-                        '50.00 ± 10.00 | 1,234 | 56,789 | 10 |')
+    # the run of data seed 1 is not asked for. By hand: 40 and 60 have
+    # sd 14.142 (ddof 1); t(0.975, 1 df) = 12.706 (a t table), so the half
+    # width is 12.706 · 14.142 / √2 = 127.06; unseen (20, 30): 63.53
+    assert lines[2] == ('| A | 2 | 80.00 ± 0.00 | 25.00 ± 63.53 | '
+                        '50.00 ± 127.06 | 14.14 | – | 1,234 | 56,789 | 10 |')
     assert table(results, {'B': ('b', 'transfer')}, [0], [0]) == lines[:2]
     # per data seed: seeds 0, 1 of data seed 0 (40, 60); data seed 1 has
     # seed 0 only (90)
     by_data = table_by_data_seed(results, {'A': ('a', 'transfer')}, [0, 1],
                                  [0, 1])
-    assert by_data[2] == '| A | 50.00 ± 10.00 | 90.00 ± 0.00 |'
+    assert by_data[2] == '| A | 50.00 ± 127.06 | 90.00 |'
     unseen = table_by_data_seed(results, {'A': ('a', 'transfer')}, [0, 1],
                                 [0, 1], 'mIoU_unseen')
-    assert unseen[2] == '| A | 25.00 ± 5.00 | 45.00 ± 0.00 |'
+    assert unseen[2] == '| A | 25.00 ± 63.53 | 45.00 |'
+
+
+def test_compare_is_a_paired_difference_with_its_interval():
+    from mmseg_sign.utils.toy_markdown import comparison
+    def run(h):
+        return dict(self_train=dict(mIoU_seen=80.0, mIoU_unseen=h,
+                                    hIoU=h))
+
+    a, b = [50.0, 60.0, 70.0], [48.0, 57.0, 69.0]
+    results = {**{f'a/0/{s}': run(v) for s, v in enumerate(a)},
+               **{f'b/0/{s}': run(v) for s, v in enumerate(b)},
+               **{f'c/0/{s}': run(v - 5) for s, v in enumerate(a)},
+               'b/0/7': run(10.0)}  # no partner in A: not paired
+    rows = {'A': ('a', 'self_train'), 'B': ('b', 'self_train'),
+            'C': ('c', 'self_train')}
+    lines = comparison(results, rows, [('A', 'B'), ('A', 'C')], [0],
+                       [0, 1, 2, 7])
+    # A − B: 2, 3, 1 -> mean 2, sd 1, t(0.975, 2 df) = 4.303 -> ± 2.48:
+    # the interval holds 0, so the toy cannot order them
+    assert '| A − B | harmonic mIoU | 3 | 2.00 ± 2.48 | 3/3 | not resolved ' \
+        '|' in lines
+    assert '| A − B | seen mIoU | 3 | 0.00 ± 0.00 | 0/3 | not resolved |' \
+        in lines
+    # A − C: 5 on every pair -> A > C
+    assert '| A − C | harmonic mIoU | 3 | 5.00 ± 0.00 | 3/3 | A > C |' in \
+        lines
 
 
 def test_param_counts_split_the_sim_from_the_inference_model(tmp_path):

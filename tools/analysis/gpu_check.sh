@@ -10,18 +10,19 @@
 #   1. parity: tools/analysis/parity.py, every loss and gradient of every
 #      stage on one fixed model and batch: cpu:float64 (reference),
 #      cpu:float32, cuda:float32 (TF32 off) and cuda:float32:tf32
-#   2. the toy, all stages, data seed 0, seeds SEEDS, in fp32, fp16 and
-#      bf16 at once (tools/toy_table.py, one table per precision; in fp32
-#      also sign_toy_cpu-randomness.py: initialised and drawing on the CPU,
-#      so it differs from a CPU run only by the GPU's kernels), and
-#      beside it the hybrid: C_s = the whole plan on the CPU; GC_s = the
-#      GPU fp32 run's train-stage checkpoint resumed on the CPU (transfer
-#      + AST); CG_s = C_s's resumed on the GPU
+#   2. one seed, one start: the toy, all stages, data seed 0, seeds SEEDS
+#      (default 0-9), in fp32 on the GPU and the same seeds on this
+#      machine's CPU at once (a seed starts from the same weights on both:
+#      RandomSourcesHook), then the paired difference GPU - CPU of the
+#      harmonic mIoU after transfer and after AST with its 95 % CI
+#      (tools/toy_table.py --compare); PRECISIONS="float16 bfloat16" adds
+#      the toy in mixed precision on the GPU if time is left
 #   3. speed: tools/analysis/benchmark.py in fp32 / fp16 / bf16, the GPU
 #      otherwise idle, if time is left (BUDGET)
 #
 # Results (small files) in OUT: steps.txt, versions.txt, parity.md /
-# parity_*.json, toy_<dtype>.md / .json, hybrid.md / .json, bench_<dtype>.md.
+# parity_*.json, toy_gpu_vs_cpu.md, toy.json (every run), toy_<dtype>.md,
+# bench_<dtype>.md.
 # Rehearsal and real runs never share a work folder: SMOKE=1 works in
 # WORK-smoke. Each step that finds its results already there skips them
 # (toy_table.py's results.json), so a call cut short is simply repeated.
@@ -37,7 +38,7 @@
 #   SITE    install target (default /tmp/gpu_check_site)
 #   OUT     results (default $OUT if set, else WORK/out)
 #   WORK    runs (default work_dirs/gpu_check)
-#   SEEDS   training seeds (default "0 1 2")
+#   SEEDS   training seeds (default 0-9)
 #   BUDGET  seconds this call may take in all (default 560)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -50,7 +51,7 @@ OUT=${OUT:-$WORK/out}
 WHEELS=${WHEELS:-.gpu/wheels}
 DATA=${DATA:-.gpu/data0}
 SITE=${SITE:-/tmp/gpu_check_site}
-SEEDS=${SEEDS:-0 1 2}
+SEEDS=${SEEDS:-0-9}
 BUDGET=${BUDGET:-560}
 mkdir -p "$OUT" "$WORK"
 WORK=$(cd "$WORK" && pwd); OUT=$(cd "$OUT" && pwd)
@@ -81,15 +82,14 @@ DEV=cpu; [ "$GPU" = 1 ] && DEV=cuda
 step "installed ($DEV)"
 
 TOY=configs/sign/sign_toy.py
-CPU_DRAWS=configs/sign/ablations/sign_toy_cpu-randomness.py
-PLAN=(); RES=600; END=1000; TAG=  # the shipped plan: 600 + 200 + 200
+PLAN=(); TAG=  # the shipped plan: 600 + 200 + 200
 BENCH=(configs/sign/sign_voc.py --batch-size 8 --crop 368 368
        --sizes 512x512 1024x2048 --warmup 2 --repeats 5)
 if [ "$SMOKE" = 1 ]; then
   PLAN=(custom_hooks.0.stages.0.iters=2 custom_hooks.0.stages.1.iters=2
         custom_hooks.0.stages.1.block_iters=1 custom_hooks.0.stages.2.iters=2
         default_hooks.checkpoint.interval=2)
-  RES=2; END=6; SEEDS=0; TAG=+smoke
+  SEEDS=0-1; TAG=+smoke
   BENCH=(configs/sign/sign_toy.py --batch-size 2 --crop 64 64 --sizes 64x64
          --warmup 0 --repeats 1)
 fi
@@ -99,11 +99,9 @@ SETTINGS=(cpu:float64 cpu:float32)
 [ "$GPU" = 1 ] && SETTINGS+=(cuda:float32 cuda:float32:tf32)
 [ "$GPU" = 1 ] || SETTINGS+=(cpu:float64)  # the CPU's self-check
 mkdir -p "$WORK/parity"
-for P in float32 float16 bfloat16; do  # the layout toy_table.py uses
-  [ -d "$WORK/toy_$P/data0" ] || { mkdir -p "$WORK/toy_$P" &&
-    cp -r "$DATA" "$WORK/toy_$P/data0"; }
-done
-D0=$WORK/toy_float32/data0
+mkdir -p "$WORK/toy"  # the layout toy_table.py uses
+[ -d "$WORK/toy/data0" ] || cp -r "$DATA" "$WORK/toy/data0"
+D0=$WORK/toy/data0
 DATA_OPTS=(model.decode_head.class_embeddings=$D0/class_embeddings.npz
            train_dataloader.dataset.data_root=$D0
            val_dataloader.dataset.data_root=$D0
@@ -114,65 +112,53 @@ OMP_NUM_THREADS=4 timeout 150 $PY tools/analysis/parity.py $TOY \
 step "parity rc=$?"
 cp "$WORK/parity/parity.json" "$OUT/parity.json" 2>/dev/null
 
-# ------------------------------------------------------ 2. toy and hybrid
-for P in float32 float16 bfloat16; do
-  amp=(); [ $P != float32 ] && amp=(--amp-dtype $P)
-  [ "$GPU" = 1 ] || [ $P = float32 ] || continue  # the rehearsal: fp32
-  opts=(); [ ${#PLAN[@]} -gt 0 ] && opts=(--cfg-options "${PLAN[@]}" --tag smoke)
-  cfgs=($TOY); jobs=3  # fp32: also initialised and drawing on the CPU
-  [ $P = float32 ] && { cfgs+=($CPU_DRAWS); jobs=6; }
-  OMP_NUM_THREADS=1 timeout $(limit) $PY tools/toy_table.py "${cfgs[@]}" \
-    "${amp[@]}" --seeds $SEEDS --data-seeds 0 --jobs $jobs "${opts[@]}" \
-    --work-dir "$WORK/toy_$P" --out "$OUT/toy_$P.md" \
-    > "$WORK/toy_$P.log" 2>&1 &
-done
-H=$WORK/hybrid; mkdir -p "$H"
-train() {  # NAME SEED DEVICE [CHECKPOINT to resume]
-  local name=$1 seed=$2 dev=$3 extra=()
-  [ $# -ge 4 ] && extra=(--resume)
-  local more=(); [ $# -ge 4 ] && more=(load_from=$4)
-  local envs=(OMP_NUM_THREADS=2)
-  [ "$dev" = cpu ] && envs+=(CUDA_VISIBLE_DEVICES=)
-  env "${envs[@]}" timeout $(limit) $PY tools/train.py $TOY \
-    --work-dir "$H/$name" "${extra[@]}" --cfg-options "${DATA_OPTS[@]}" \
-    "${PLAN[@]}" randomness.seed=$seed "${more[@]}" > "$H/$name.log" 2>&1
-  echo "$name rc=$?" >> "$OUT/steps.txt"
-}
-follow() {  # CHECKPOINT NAME SEED DEVICE: resume CHECKPOINT once written
-  while [ ! -f "$1" ] && [ "$(left)" -gt 30 ]; do sleep 2; done
-  sleep 2; [ -f "$1" ] && train "$2" "$3" "$4" "$1"
-}
-for s in $SEEDS; do
-  [ -f "$H/C$s/iter_$END.pth" ] || { train C$s $s cpu & }
-  [ -f "$H/GC$s/iter_$END.pth" ] || follow \
-    "$WORK/toy_float32/sign_toy${TAG}_data0_seed$s/iter_$RES.pth" GC$s $s cpu &
-  [ -f "$H/CG$s/iter_$END.pth" ] || \
-  follow "$H/C$s/iter_$RES.pth" CG$s $s $DEV &
-done
-step "toy and hybrid started"
+# ------------------------------------------- 2. one seed, one start: GPU vs CPU
+# The toy (data seed 0, SEEDS) on the GPU in fp32 and, at the same time, the
+# same seeds on this machine's CPU (CUDA_VISIBLE_DEVICES=, runs tagged cpu):
+# a seed starts from the same weights on both (RandomSourcesHook), so the
+# pairs differ by what the devices compute and draw. Then the paired
+# difference GPU - CPU with its 95 % CI (toy_table.py --compare).
+opts=(); [ ${#PLAN[@]} -gt 0 ] && opts=(--cfg-options "${PLAN[@]}")
+T2=$WORK/toy; mkdir -p "$T2"
+[ -d "$T2/data0" ] || cp -r "$DATA" "$T2/data0"
+NSEEDS=$($PY -c "import sys; from mmseg_sign.utils.stats import parse_seeds
+print(sum(len(parse_seeds(a)) for a in sys.argv[1:]))" $SEEDS)
+GTAG=(); CTAG=(--tag cpu); C=sign_toy+cpu; S=sign_toy  # runs' names
+[ -n "$TAG" ] && { GTAG=(--tag smoke); CTAG=(--tag cpu-smoke);
+  C=sign_toy+cpu-smoke; S=sign_toy+smoke; }
+if [ "$GPU" = 1 ]; then
+  OMP_NUM_THREADS=1 timeout $(limit 30) $PY tools/toy_table.py $TOY \
+    --seeds $SEEDS --data-seeds 0 --jobs $NSEEDS "${opts[@]}" \
+    "${GTAG[@]}" --work-dir "$T2" > "$WORK/toy_gpu.log" 2>&1 &
+fi
+CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 timeout $(limit 30) $PY \
+  tools/toy_table.py $TOY --seeds $SEEDS --data-seeds 0 --jobs $NSEEDS \
+  "${opts[@]}" "${CTAG[@]}" --work-dir "$T2" > "$WORK/toy_cpu.log" 2>&1 &
+step "toy: GPU and CPU started"
 wait
-step "toy and hybrid done"
-$PY - "$H" "$OUT" <<'PY'
-import glob, json, os, sys
-h, out = sys.argv[1:]
-rows = {}
-for run in sorted(os.listdir(h)):
-    files = sorted(glob.glob(f'{h}/{run}/*/vis_data/scalars.json'))
-    recs = [json.loads(line) for f in files for line in open(f)]
-    val = {r['step']: round(r['hIoU'], 2) for r in recs if 'hIoU' in r}
-    if val:
-        rows[run] = val
-with open(f'{out}/hybrid.json', 'w') as f:
-    json.dump(rows, f, indent=1)
-with open(f'{out}/hybrid.md', 'w') as f:
-    f.write('| run | harmonic mIoU at each stage end (iteration: hIoU) |\n'
-            '|---|---|\n')
-    for run, val in rows.items():
-        f.write(f'| {run} | {val} |\n')
-print(open(f'{out}/hybrid.md').read())
-PY
-for P in float32 float16 bfloat16; do
-  cp "$WORK/toy_$P/results.json" "$OUT/toy_$P.json" 2>/dev/null
+step "toy: GPU and CPU done"
+ROWS=("CPU=$C@self_train" "CPU after transfer=$C@transfer")
+CMP=()
+if [ "$GPU" = 1 ]; then
+  ROWS+=("GPU=$S@self_train" "GPU after transfer=$S@transfer")
+  CMP=(--compare GPU CPU --compare "GPU after transfer" "CPU after transfer")
+fi
+$PY tools/toy_table.py $TOY --report-only --seeds $SEEDS --data-seeds 0 \
+  "${opts[@]}" "${CTAG[@]}" --work-dir "$T2" --rows "${ROWS[@]}" \
+  "${CMP[@]}" --out "$OUT/toy_gpu_vs_cpu.md" 2>&1 | tee "$WORK/toy_report.log"
+step "toy report rc=${PIPESTATUS[0]}"
+cp "$T2/results.json" "$OUT/toy.json" 2>/dev/null
+
+# 2b. mixed precision on the GPU (PRECISIONS, e.g. "float16 bfloat16";
+# default none: the 9-minute call is the pairing above)
+for P in ${PRECISIONS:-}; do
+  [ "$GPU" = 1 ] || break
+  [ "$(left)" -lt 200 ] && { step "no time left for the toy in $P"; break; }
+  OMP_NUM_THREADS=1 timeout $(limit 30) $PY tools/toy_table.py $TOY \
+    --amp-dtype $P --seeds $SEEDS --data-seeds 0 --jobs $NSEEDS \
+    "${opts[@]}" "${GTAG[@]}" --work-dir "$T2" \
+    --out "$OUT/toy_$P.md" > "$WORK/toy_$P.log" 2>&1
+  step "toy $P rc=$?"
 done
 
 # ------------------------------------------------------------------ 3. speed

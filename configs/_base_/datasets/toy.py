@@ -44,7 +44,9 @@ val_dataloader = dict(
         ann_file='ImageSets/Segmentation/val.txt',
         pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='GZSLIoUMetric')
+# bootstrap: each score's sd over 1000 resamples of the 50 test images
+# (docs/toy_results.md, the spread decomposition)
+val_evaluator = dict(type='GZSLIoUMetric', bootstrap=1000)
 test_evaluator = val_evaluator
 
 # test-time augmentation (``tools/test.py --tta``; ``tta_model`` comes from

@@ -116,4 +116,7 @@ default_hooks = dict(
     sign_teacher=dict(type='SelfTrainingTeacherHook'),
     sign_dry_run=dict(type='DryRunHook'),
     # one training run per work dir, whatever starts it
-    sign_lock=dict(type='WorkDirLockHook'))
+    sign_lock=dict(type='WorkDirLockHook'),
+    # one seed, one start: weights initialised on the CPU, then moved
+    # (init_on_cpu=False: mmengine's, on the run's device)
+    sign_random=dict(type='RandomSourcesHook'))

@@ -36,4 +36,7 @@ default_hooks = dict(
     sign_resume=dict(type='ResumeCheckHook'),  # --resume / load_from checks
     sign_dry_run=dict(type='DryRunHook'),
     # one training run per work dir, whatever starts it
-    sign_lock=dict(type='WorkDirLockHook'))
+    sign_lock=dict(type='WorkDirLockHook'),
+    # one seed, one start: weights initialised on the CPU, then moved
+    # (init_on_cpu=False: mmengine's, on the run's device)
+    sign_random=dict(type='RandomSourcesHook'))

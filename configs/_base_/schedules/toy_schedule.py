@@ -21,4 +21,7 @@ default_hooks = dict(
     # metric's split checked) and one training run per work dir
     # (mmseg_sign/engine/hooks)
     sign_split=dict(type='ClassSplitHook'),
-    sign_lock=dict(type='WorkDirLockHook'))
+    sign_lock=dict(type='WorkDirLockHook'),
+    # one seed, one start: weights initialised on the CPU, then moved
+    # (init_on_cpu=False: mmengine's, on the run's device)
+    sign_random=dict(type='RandomSourcesHook'))

@@ -1,6 +1,7 @@
 from .class_split_hook import ClassSplitHook
 from .cpu_randomness_hook import CPURandomnessHook
 from .dry_run import DryRunHook
+from .random_sources_hook import RandomSourcesHook
 from .resume_check_hook import ResumeCheckHook
 from .self_training_teacher_hook import SelfTrainingTeacherHook
 from .sign_stage_hook import SIGNStageHook
@@ -14,5 +15,5 @@ __all__ = [
     'SIGNStageHook', 'ClassSplitHook', 'ResumeCheckHook',
     'SelfTrainingTeacherHook', 'DryRunHook', 'StrictCheckpointHook',
     'CheckpointMismatchError', 'checkpoint_mismatches', 'TorchRNGStateHook',
-    'WorkDirLockHook', 'CPURandomnessHook'
+    'WorkDirLockHook', 'CPURandomnessHook', 'RandomSourcesHook'
 ]

@@ -16,9 +16,10 @@ class CPURandomnessHook(Hook):
     what its kernels compute (float rounding, TF32, kernel choice); on a
     CPU the hook changes nothing, bit for bit (tested).
 
-    mmengine initialises a model after moving it to the GPU (drawing from
-    the CUDA generator); here the weights are initialised on the CPU in
-    ``before_run`` (which runs before mmengine's own call, then a no-op
+    The initialisation on the CPU is every SIGN schedule's default now
+    (``RandomSourcesHook``, ``default_hooks.sign_random``); this hook does
+    it too, for configs without that hook: the weights are initialised on
+    the CPU in ``before_run`` (before mmengine's own call, then a no-op
     for an initialised model) and moved back. The draws go through
     :func:`mmseg_sign.utils.random_draws.pinned_randomness` from
     ``before_train`` to ``after_train``. Slower on a GPU (every draw

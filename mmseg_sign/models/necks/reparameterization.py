@@ -49,7 +49,11 @@ class ContextualReparameterization(nn.Module):
         self.mu = nn.Conv2d(channels, latent_channels, 3, padding=1)
         self.logvar = nn.Conv2d(channels, latent_channels, 3, padding=1)
         self.logvar_relu = logvar_relu
-        # start near N(0, I) so that the KL term (α = 100) starts small
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Start near N(0, I), so that the KL term (α = 100) starts small
+        (its own layers; the others keep torch's defaults)."""
         for conv in (self.mu, self.logvar):
             nn.init.normal_(conv.weight, std=0.01)
             nn.init.zeros_(conv.bias)
