@@ -18,7 +18,7 @@ Example (the toy model trained without 'river', configs/sign/
 sign_toy_held-out.py)::
 
     python tools/add_classes.py configs/sign/sign_toy_held-out.py \\
-        work_dirs/sign_toy_held-out/iter_1000.pth --classes river \\
+        work_dirs/sign_toy_held-out/iter_1400.pth --classes river \\
         --source data/toy/word_vectors/word2vec_like.txt:word2vec \\
         --source data/toy/word_vectors/fasttext_like.bin:word2vec_binary \\
         --no-default-synonyms --out work_dirs/toy_plus_river

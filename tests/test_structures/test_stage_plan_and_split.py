@@ -48,9 +48,9 @@ def test_plan_from_a_config_is_the_hooks_plan():
     cfg = Config.fromfile(f'{REPO}/configs/sign/sign_toy.py')
     index, plan = StagePlan.from_config(cfg)
     assert index == 0
-    assert plan.describe() == 'train 600 + transfer 200 + self_train 200'
-    assert [plan.start(i) for i in range(3)] == [0, 600, 800]
-    assert [plan.index_at(i) for i in (0, 599, 600, 799, 800, 5000)] == \
+    assert plan.describe() == 'train 600 + transfer 400 + self_train 400'
+    assert [plan.start(i) for i in range(3)] == [0, 600, 1000]
+    assert [plan.index_at(i) for i in (0, 599, 600, 999, 1000, 5000)] == \
         [0, 0, 1, 1, 2, 2]
     assert plan[2]['candidates'] == 'predicted_unseen'  # the toy's own
     assert plan[1]['real_weight'] == 0.75  # a default, filled in

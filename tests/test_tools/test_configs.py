@@ -227,7 +227,7 @@ SCHEDULE_KEYS = {'stages', 'optim_wrapper', 'param_scheduler', 'train_cfg',
     ('sign_context.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
     ('sign_cocostuff.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
     ('sign_ade20k.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
-    ('sign_toy.py', 'sign_r18-tiny_toy.py', 'sign_toy_600_200_200.py'),
+    ('sign_toy.py', 'sign_r18-tiny_toy.py', 'sign_toy_600_400_400.py'),
 ])
 def test_sign_configs_are_composed_of_bases(name, model_base, schedule_base):
     """A run config is a dataset base + a model base + a schedule base +

@@ -159,7 +159,12 @@ def test_benchmark_arguments_checked_first(args, message):
 @pytest.mark.parametrize('args, message', [
     (['--jobs', '0'], '--jobs must be >= 1, got 0'),
     (['--jobs', '-3'], '--jobs must be >= 1, got -3'),
-    (['--data-seeds', '-1'], 'must be >= 0, got [-1]'),
+    (['--data-seeds', '-1'], "'-1' is not a seed or a range of seeds"),
+    (['--seeds', '9-0'], "'9-0': write a range as LOW-HIGH"),
+    (['--seed-key', 'default_hooks.sign_random.init_seed'],
+     '--seed-key default_hooks.sign_random.init_seed: give the runs a '
+     '--tag'),
+
     (['--tag', 'a/b', '--cfg-options', 'x=1'], "--tag 'a/b': it names run"),
     # the same run twice: two jobs would train it at once
     (['--seeds', '0', '0', '--jobs', '2'], '--seeds names 0 more than once'),
@@ -217,7 +222,9 @@ def test_toy_table_knows_a_run_by_what_it_ran(tmp_path):
              "'1.0' repeats a value"),
             (['--rows', 'AST=sign_toy@self_training'],
              "sign_toy has no stage 'self_training'"),
-            (['--rows', 'X=sign_tyo@transfer'], "no run named 'sign_tyo'")]:
+            (['--rows', 'X=sign_tyo@transfer'], "no run named 'sign_tyo'"),
+            (['--compare', 'X', 'sign_toy@self_train'], "--compare 'X' "
+             "'sign_toy@self_train': no row 'X'; the rows are")]:
         rc, out = tool(['toy_table.py', *common, *args], REPO)
         assert rc == 2 and message in out, out
     assert os.listdir(wd) == ['results.json']  # nothing made or trained

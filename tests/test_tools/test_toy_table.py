@@ -9,6 +9,7 @@ import sys
 from datetime import datetime
 
 import pytest
+import torch
 
 from e2e_utils import REPO
 
@@ -134,6 +135,50 @@ def test_runner_records_every_stage_and_draws(tmp_path):
         '--cfg-options: sign_toy/5/0' in other.stderr
     assert json.loads((wd / 'results.json').read_text()) == results
 
+
+
+def test_seed_key_varies_one_source_and_compare_pairs_the_runs(tmp_path):
+    """The spread decomposition's runs (tools/analysis/toy_spread.sh): with
+    --seed-key each run's seed goes to that key (here the initial weights'
+    own seed) and the run seed stays as given; --compare prints the paired
+    difference of two rows over the same seeds."""
+    from mmengine.config import Config
+    wd = tmp_path / 'table'
+    key = 'default_hooks.sign_random.init_seed'
+    cmd = [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
+           osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds',
+           '0-1', '--data-seeds', '5', '--work-dir', str(wd), '--jobs', '2',
+           '--tag', 'init', '--seed-key', key, '--cfg-options',
+           'randomness.seed=0', *SHORT_PLAN]
+    env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    states = []
+    for seed in (0, 1):
+        run_dir = wd / f'sign_toy+init_data5_seed{seed}'
+        dumped = Config.fromfile(str(run_dir / 'sign_toy.py'))
+        assert dumped.randomness.seed == 0
+        assert dumped.default_hooks.sign_random.init_seed == seed
+        log = next(run_dir.glob('*/*.log')).read_text()
+        assert f'initial weights drawn from init_seed={seed}' in log
+        last = (run_dir / 'last_checkpoint').read_text().strip()
+        states.append(torch.load(last, map_location='cpu')['state_dict'])
+    stem = 'backbone.stem.0.weight'
+    assert not torch.equal(states[0][stem], states[1][stem])
+    results = json.loads((wd / 'results.json').read_text())
+    report = subprocess.run(
+        [*cmd, '--report-only', '--rows', 'T=sign_toy+init@transfer',
+         'AST=sign_toy+init@self_train', '--compare', 'AST', 'T'],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert report.returncode == 0, report.stderr[-3000:]
+    diffs = [results[f'sign_toy+init/5/{s}']['self_train']['hIoU'] -
+             results[f'sign_toy+init/5/{s}']['transfer']['hIoU']
+             for s in (0, 1)]
+    line = next(x for x in report.stdout.splitlines()
+                if x.startswith('| AST − T | harmonic mIoU |'))
+    assert f'| 2 | {sum(diffs) / 2:.2f} ± ' in line, line
+    assert json.loads((wd / 'results.json').read_text()) == results
 
 pytestmark = pytest.mark.filterwarnings('ignore')
 

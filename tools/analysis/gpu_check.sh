@@ -82,7 +82,7 @@ DEV=cpu; [ "$GPU" = 1 ] && DEV=cuda
 step "installed ($DEV)"
 
 TOY=configs/sign/sign_toy.py
-PLAN=(); TAG=  # the shipped plan: 600 + 200 + 200
+PLAN=(); TAG=  # the shipped plan: 600 + 400 + 400
 BENCH=(configs/sign/sign_voc.py --batch-size 8 --crop 368 368
        --sizes 512x512 1024x2048 --warmup 2 --repeats 5)
 if [ "$SMOKE" = 1 ]; then

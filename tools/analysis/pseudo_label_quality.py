@@ -5,7 +5,8 @@ of self-training, on the training images.
         [--max-images N] [--out quality.json] [--cfg-options ...]
 
 CHECKPOINT is the model when self-training starts (the teacher: e.g.
-``iter_800.pth`` of ``configs/sign/sign_toy.py``). Every training image is
+``iter_1000.pth``, the last of ``configs/sign/sign_toy_transfer-only.py``,
+whose plan is ``sign_toy.py``'s up to the end of transfer). Every training image is
 read whole with the test pipeline (no crop, no flip) and its true labels;
 the unseen classes are then ignored as the training pipeline does
 (``MaskUnseenClasses``) and the pseudo labels are made exactly as the

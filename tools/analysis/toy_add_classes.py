@@ -59,11 +59,13 @@ def metrics(work_dir):
 def train_and_test(config, wd, log_root, tag, seed):
     """Train ``config`` (unless its last checkpoint is there) and test it;
     ``(checkpoint, test log)``."""
-    ckpt = osp.join(wd, 'iter_1000.pth')
-    if not osp.exists(ckpt):
+    last = osp.join(wd, 'last_checkpoint')  # the plan's last iteration
+    if not osp.exists(last):
         run([osp.join(REPO, 'tools/train.py'), config, '--work-dir', wd,
              '--cfg-options', f'randomness.seed={seed}'],
             osp.join(log_root, f'train_{tag}_seed{seed}.log'))
+    with open(last) as f:
+        ckpt = f.read().strip()
     log = osp.join(log_root, f'test_{tag}_seed{seed}.log')
     run([osp.join(REPO, 'tools/test.py'), config, ckpt, '--work-dir',
          osp.join(wd, 'test')], log)

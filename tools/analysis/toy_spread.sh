@@ -38,3 +38,12 @@ run --seeds 0-7 --tag data --cfg-options $H.init_seed=0 $H.draws_seed=0 "$@"
 echo "== the model's draws alone"
 run --seeds 0-7 --tag draws --seed-key $H.draws_seed \
   --cfg-options randomness.seed=0 $H.init_seed=0 "$@"
+echo "== the decomposition (sd over the runs of each source, per stage end)"
+rows=()
+for src in all init data draws; do
+  stem=sign_toy; [ $src = all ] || stem=sign_toy+$src
+  for stage in train transfer self_train; do
+    rows+=("$src@$stage=$stem@$stage")
+  done
+done
+run --seeds 0-9 --report-only --rows "${rows[@]}" "$@"

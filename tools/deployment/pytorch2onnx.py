@@ -3,7 +3,7 @@
 
     pip install 'mmseg-sign[deploy]'     # onnx, onnxscript, onnxruntime
     python tools/deployment/pytorch2onnx.py configs/sign/sign_toy.py \\
-        work_dirs/sign_toy/iter_1000.pth --out sign_toy.onnx --dynamic \\
+        work_dirs/sign_toy/iter_1400.pth --out sign_toy.onnx --dynamic \\
         --verify
 
 The graph is the inference path of the model: backbone → SIM (``z = mu``,

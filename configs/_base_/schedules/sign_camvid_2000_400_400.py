@@ -1,8 +1,8 @@
 # SIGN's three-stage plan on CamVid at 180×135 (configs/sign/sign_camvid.py):
-# sign_toy_600_200_200.py's optimizers, schedulers and hooks with longer
+# sign_toy_600_400_400.py's optimizers, schedulers and hooks with longer
 # stages (a backbone from scratch on 367 real photographs: 2000 iterations
 # of 8 crops are 44 epochs), about 10 minutes on one CPU thread.
-_base_ = ['./sign_toy_600_200_200.py']
+_base_ = ['./sign_toy_600_400_400.py']
 train_iters, transfer_iters, self_train_iters = 2000, 400, 400
 stages = [
     dict(name='train', iters=train_iters),
