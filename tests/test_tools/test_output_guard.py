@@ -262,7 +262,7 @@ def test_analysis_tools_out_onto_their_inputs(ws, tmp_path):
     for out, target in [(pkl, pkl), (w2v, w2v)]:
         refused(['dataset_converters/cagnet_word_vectors.py', '--dataset',
                  'voc', '--fasttext', str(pkl), '--word2vec', str(w2v),
-                 '--out', str(out)], ws, [target], f'is the --')
+                 '--out', str(out)], ws, [target], 'is the --')
     sweep = tmp_path / 'calibration_sweep.json'
     sweep.write_text('{"points": []}')
     refused(['analysis/plot_calibration.py', str(sweep), '--out',

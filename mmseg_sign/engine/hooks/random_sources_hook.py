@@ -2,6 +2,7 @@
 (one seed, one start on every device) and, for the spread decomposition of
 docs/toy_results.md, the initial weights or the model's own draws from
 seeds of their own."""
+import itertools
 from typing import Optional
 
 import torch
@@ -91,8 +92,9 @@ class RandomSourcesHook(Hook):
         if getattr(model, 'is_init', False) or not (
                 self.init_on_cpu or self.init_seed is not None):
             return  # initialised already, or mmengine initialises
-        params = [*model.parameters(), *model.buffers()]
-        device = params[0].device if params else torch.device('cpu')
+        first = next(itertools.chain(model.parameters(), model.buffers()),
+                     None)
+        device = first.device if first is not None else torch.device('cpu')
         if self.init_on_cpu:
             model.cpu()
         if self.init_seed is None:
