@@ -3,6 +3,7 @@ run's weights and draws its numbers (docs/gpu.md)."""
 from mmengine.hooks import Hook
 
 from mmseg.registry import HOOKS
+from .random_sources_hook import on_cpu
 from .runner_state import unwrap_model
 
 
@@ -42,10 +43,7 @@ class CPURandomnessHook(Hook):
         model = unwrap_model(runner)
         if not self.init or getattr(model, 'is_init', False):
             return
-        device = next(model.parameters()).device
-        model.cpu()
-        model.init_weights()
-        model.to(device)
+        on_cpu(model, model.init_weights)
 
     def before_train(self, runner) -> None:
         if self.draws and self._pinned is None:

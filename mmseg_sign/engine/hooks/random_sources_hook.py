@@ -34,6 +34,16 @@ def _reset(module) -> None:
             break
 
 
+def on_cpu(model, init) -> None:
+    """``init()`` with ``model`` on the CPU, then the model back on the
+    device its first parameter (or buffer) was on."""
+    first = next(itertools.chain(model.parameters(), model.buffers()), None)
+    device = first.device if first is not None else torch.device('cpu')
+    model.cpu()
+    init()
+    model.to(device)
+
+
 @HOOKS.register_module()
 class RandomSourcesHook(Hook):
     """One seed, one start: the weights are initialised on the CPU, then
@@ -92,21 +102,22 @@ class RandomSourcesHook(Hook):
         if getattr(model, 'is_init', False) or not (
                 self.init_on_cpu or self.init_seed is not None):
             return  # initialised already, or mmengine initialises
-        first = next(itertools.chain(model.parameters(), model.buffers()),
-                     None)
-        device = first.device if first is not None else torch.device('cpu')
-        if self.init_on_cpu:
-            model.cpu()
         if self.init_seed is None:
+            on_cpu(model, model.init_weights)
+            return
+
+        def redraw():
+            _reset(model)
             model.init_weights()
-        else:
-            with torch.random.fork_rng(devices=[]):  # the CPU's only
-                torch.default_generator.manual_seed(self.init_seed)
-                _reset(model)
-                model.init_weights()
-            print_log(f'RandomSourcesHook: initial weights drawn from '
-                      f'init_seed={self.init_seed}', logger='current')
-        model.to(device)
+
+        with torch.random.fork_rng(devices=[]):  # the CPU's only
+            torch.default_generator.manual_seed(self.init_seed)
+            if self.init_on_cpu:
+                on_cpu(model, redraw)
+            else:
+                redraw()
+        print_log(f'RandomSourcesHook: initial weights drawn from '
+                  f'init_seed={self.init_seed}', logger='current')
 
     def before_train(self, runner) -> None:
         if self.draws_seed is None or runner.iter > 0:
