@@ -98,12 +98,10 @@ def short_plan(train: int, transfer: int, self_train: int,
 stages = [dict(name='train', iters={train}),
           dict(name='transfer', iters={transfer}, {transfer_mode}),
           dict(name='self_train', iters={self_train}, {self_train_mode})]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages),
-                dict(type='TorchRNGStateHook')]
 param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end={train},
          by_epoch=False)])
-train_cfg = dict(val_interval=100)
+train_cfg = dict(stages=stages, val_interval=100)
 """
 
 

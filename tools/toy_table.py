@@ -51,7 +51,7 @@ unknown run or stage.
   curve's points are trained together), a row per value after the last
   stage; ``--plot PNG`` draws seen / unseen / harmonic mIoU against the
   value (mean ± std; a dotted line at the config's value), e.g.
-  ``--sweep custom_hooks.0.stages.2.temperature=0.05,0.2,2,20``.
+  ``--sweep train_cfg.stages.2.temperature=0.05,0.2,2,20``.
 * ``--picture PNG``: each config's final predictions next to the ground
   truth (first data seed and training seed).
 * ``--report-only``: no training; each row over the stored runs it has

@@ -2,12 +2,8 @@
 # unseen class when among the top-k logits; configs_st_voc.yaml: k = 1) for
 # as long as SIGN's self-training (configs/sign/sign_cocostuff_st.py).
 _base_ = ['./cagnet_cocostuff.py']
-stages = [
-    *_base_.stages,
+train_cfg = dict(stages=[
+    *_base_.train_cfg.stages,
     dict(name='self_train', iters=_base_.self_train_iters, mode='ST_topk',
          top_k=1),
-]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+])

@@ -2,12 +2,8 @@
 # (a pixel is labelled with its best unseen class when that class is among
 # its top-k logits; CaGNet's self-training config: k = 1).
 _base_ = ['./cagnet_toy.py']
-stages = [
-    *_base_.stages,
+train_cfg = dict(stages=[
+    *_base_.train_cfg.stages,
     dict(name='self_train', iters=_base_.self_train_iters, mode='ST_topk',
          top_k=1),
-]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+])

@@ -2,12 +2,8 @@
 # most confident pixels per unseen class among those predicted unseen) for
 # as long as SIGN's (configs/sign/sign_cocostuff_st.py).
 _base_ = ['./zs3net_cocostuff.py']
-stages = [
-    *_base_.stages,
+train_cfg = dict(stages=[
+    *_base_.train_cfg.stages,
     dict(name='self_train', iters=_base_.self_train_iters, mode='ST',
          top_p=75.0),
-]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+])

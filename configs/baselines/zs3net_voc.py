@@ -17,15 +17,11 @@ model = dict(
         adversarial=False,
         generator=dict(type='PixelMLPGenerator', hidden_channels=(256, ),
                        dropout=0.5)))
-stages = [
-    _base_.stages[0],
-    dict(name='transfer', iters=_base_.stages[1].iters, mode='classifier',
-         real_weight=1.0, synth_weight=1.0),
-]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+train_cfg = dict(stages=[
+    _base_.train_cfg.stages[0],
+    dict(name='transfer', iters=_base_.train_cfg.stages[1].iters,
+         mode='classifier', real_weight=1.0, synth_weight=1.0),
+])
 # no D: the wrappers of D (+ C) train C alone
 classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
 optim_wrapper = dict(

@@ -2,8 +2,4 @@
 # transfer); the base of the CamVid baselines with a generator.
 _base_ = ['./sign_camvid.py']
 
-stages = _base_.stages[:2]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+train_cfg = dict(stages=_base_.train_cfg.stages[:2])

@@ -25,12 +25,11 @@ log_processor = dict(by_epoch=False)
 
 # the authors' COCO-Stuff transfer: synthetic weight 1, Adam 1e-5; 4k
 # iterations of self-training (appended by sign_cocostuff_{st,ast}.py)
-stages = [_base_.stages[0], dict(_base_.stages[1], synth_weight=1.0)]
+train_cfg = dict(stages=[
+    _base_.train_cfg.stages[0],
+    dict(_base_.train_cfg.stages[1], synth_weight=1.0),
+])
 self_train_iters = 4000
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
 optim_wrapper = dict(
     transfer=dict(optimizer=dict(lr=1e-5)),
     transfer_generator=dict(optimizer=dict(lr=1e-5)))

@@ -25,9 +25,8 @@ log_processor = dict(by_epoch=False)
 
 # the authors' Context plan: 10k iterations of transfer, 7k of
 # self-training (appended by sign_context_{st,ast}.py)
-stages = [_base_.stages[0], dict(_base_.stages[1], iters=10000)]
+train_cfg = dict(stages=[
+    _base_.train_cfg.stages[0],
+    dict(_base_.train_cfg.stages[1], iters=10000),
+])
 self_train_iters = 7000
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]

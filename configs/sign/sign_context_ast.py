@@ -1,12 +1,8 @@
 # sign_context + annealed self-training (AST, eq. 16).
 _base_ = ['./sign_context.py']
 
-stages = [
-    *_base_.stages,
+train_cfg = dict(stages=[
+    *_base_.train_cfg.stages,
     dict(name='self_train', iters=_base_.self_train_iters, mode='AST',
          temperature=2.0),
-]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+])

@@ -2,12 +2,8 @@
 # unseen class among pixels predicted unseen).
 _base_ = ['./sign_context.py']
 
-stages = [
-    *_base_.stages,
+train_cfg = dict(stages=[
+    *_base_.train_cfg.stages,
     dict(name='self_train', iters=_base_.self_train_iters, mode='ST',
          top_p=75.0),
-]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+])

@@ -2,12 +2,8 @@
 # instead of AST.
 _base_ = ['./sign_toy.py']
 
-stages = [
-    *_base_.stages[:2],
+train_cfg = dict(stages=[
+    *_base_.train_cfg.stages[:2],
     dict(name='self_train', iters=_base_.self_train_iters, mode='ST',
          top_p=75.0),
-]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+])

@@ -1,8 +1,4 @@
 # sign_toy without self-training: the paper's plain "SIGN" (train + transfer).
 _base_ = ['./sign_toy.py']
 
-stages = _base_.stages[:2]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+train_cfg = dict(stages=_base_.train_cfg.stages[:2])

@@ -133,9 +133,7 @@ def self_train_config(cfg, stage: dict, load_from: str, work_dir: str,
         Config: a new config.
     """
     cfg = copy.deepcopy(cfg)
-    hooks = [h for h in cfg.get('custom_hooks', [])
-             if h.get('type') != 'SIGNStageHook']
-    cfg.custom_hooks = [dict(type='SIGNStageHook', stages=[stage]), *hooks]
+    cfg.train_cfg.stages = [stage]
     cfg.load_from = load_from
     cfg.resume = False
     cfg.work_dir = work_dir

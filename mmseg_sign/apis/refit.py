@@ -23,15 +23,14 @@ def plan_stage(cfg, name: str) -> Optional[dict]:
     or ``None``.
 
     Args:
-        cfg (Config): a config with a ``SIGNStageHook``.
+        cfg (Config): a config with a plan (``train_cfg.stages``).
         name (str): a stage name.
 
     Returns:
         dict | None: the stage.
     """
-    found = StagePlan.from_config(cfg)
-    return next((dict(s) for s in found[1] if s['name'] == name),
-                None) if found else None
+    return next((dict(s) for s in StagePlan.from_config(cfg) or []
+                 if s['name'] == name), None)
 
 
 def refit_plan(cfg, iters: Optional[int]):

@@ -1,11 +1,10 @@
-from .hooks import SIGNStageHook
 from .optim_wrappers import MixedPrecisionOptimWrapper
 from .optimizers import ModuleGroupOptimWrapperConstructor
 from .optim_wrappers.gradient_sync import ZeroShotDataParallel
 from .runner import StagePlanTrainLoop
 
 __all__ = [
-    'SIGNStageHook', 'ModuleGroupOptimWrapperConstructor',
+    'ModuleGroupOptimWrapperConstructor',
     'MixedPrecisionOptimWrapper',
     'ZeroShotDataParallel', 'StagePlanTrainLoop'
 ]

@@ -1,9 +1,10 @@
 """The SIGN stage plan: which stage runs at which iteration, each stage's
 options, which optimizer wrappers it steps and which of G and D it runs.
 
-The one home of these facts: ``SIGNStageHook`` (switching stages),
-``ZeroShotEncoderDecoder`` (each stage's update), the resume checks and the
-tools all read them from here. The stages themselves: paper section 3
+A run's plan is ``train_cfg.stages``, parsed once by the training loop
+(``StagePlanTrainLoop``, which switches the stages); the segmentor (each
+stage's update), the resume checks and the tools read these facts from
+here. The stages themselves: paper section 3
 (train: eq. 4-7; transfer: eq. 8-9; self-training: section 3.4, eq. 16)
 and docs/reproduction.md.
 """
@@ -211,7 +212,7 @@ class StagePlan:
 
     def __init__(self, stages: Sequence[dict]):
         if not stages:
-            raise ValueError('SIGNStageHook needs at least one stage.')
+            raise ValueError('train_cfg.stages: a SIGN stage plan needs at least one stage.')
         self.stages: List[dict] = [
             stage_options(i, s) for i, s in enumerate(stages)]
         order = list(STAGE_OPTIONS)  # train, transfer, self_train
@@ -280,21 +281,74 @@ class StagePlan:
         return ' + '.join(f"{s['name']} {s['iters']}" for s in self.stages)
 
     @staticmethod
-    def from_config(cfg) -> Optional[tuple]:
-        """The plan of a config.
+    def from_config(cfg) -> Optional['StagePlan']:
+        """The plan of a config: ``train_cfg.stages`` of a
+        ``StagePlanTrainLoop``.
 
         Args:
-            cfg (Config | dict): a config with ``custom_hooks``.
+            cfg (Config | dict): a config.
 
         Returns:
-            tuple[int, StagePlan] | None: the index of the first
-            ``SIGNStageHook`` in ``custom_hooks`` and its plan; ``None`` if
-            the config has none.
+            StagePlan | None: the plan; ``None`` for a config without one
+            (e.g. SPNet's ``IterBasedTrainLoop``).
+
+        Raises:
+            ValueError: a plan still in ``custom_hooks`` (``SIGNStageHook``,
+            before issue 40), showing the new form; a bad stage.
         """
-        for index, hook in enumerate(cfg.get('custom_hooks') or []):
-            kind = hook.get('type') if hasattr(hook, 'get') else None
-            name = kind if isinstance(kind, str) else \
-                getattr(kind, '__name__', None)
-            if name == 'SIGNStageHook':
-                return index, StagePlan(hook.get('stages') or [])
-        return None
+        old_form(cfg.get('custom_hooks') or [])
+        train_cfg = cfg.get('train_cfg') or {}
+        if train_cfg.get('type') != 'StagePlanTrainLoop':
+            return None
+        if not train_cfg.get('stages'):
+            raise ValueError(
+                "train_cfg.type='StagePlanTrainLoop' runs a SIGN stage plan, "
+                "but train_cfg has no stages: train_cfg = dict(type="
+                "'StagePlanTrainLoop', stages=[dict(name='train', iters=N), "
+                '...]) (configs/_base_/schedules).')
+        return StagePlan(train_cfg['stages'])
+
+
+def old_form(custom_hooks: Sequence) -> None:
+    """A stage plan written the way of this project before issue 40, as
+    ``custom_hooks=[dict(type='SIGNStageHook', stages=[...])]``: an error
+    that shows the same plan in its new home, ``train_cfg.stages``.
+
+    Args:
+        custom_hooks (Sequence[dict]): a config's ``custom_hooks``.
+
+    Raises:
+        ValueError: a ``SIGNStageHook`` is among them.
+    """
+    for index, hook in enumerate(custom_hooks):
+        kind = hook.get('type') if hasattr(hook, 'get') else None
+        name = kind if isinstance(kind, str) else \
+            getattr(kind, '__name__', None)
+        if name == 'SIGNStageHook':
+            raise ValueError(moved_message(hook.get('stages') or [],
+                                           f'custom_hooks[{index}]'))
+
+
+def moved_message(stages: Sequence[dict], where: str) -> str:
+    """What to write instead of a ``SIGNStageHook``.
+
+    Args:
+        stages (Sequence[dict]): the hook's stages.
+        where (str): where the hook was found, e.g. ``'custom_hooks[0]'``.
+
+    Returns:
+        str: the message, with the plan in its new form.
+    """
+    lines = ',\n'.join(
+        '        dict(' + ', '.join(f'{k}={v!r}' for k, v in dict(s).items())
+        + ')' for s in stages) or '        dict(name=\'train\', iters=N)'
+    return (
+        f'{where}: SIGNStageHook is gone; since issue 40 the stage plan '
+        'lives in the training loop, which runs it. Remove the hook from '
+        'custom_hooks (keep the others, e.g. TorchRNGStateHook) and write '
+        'the plan as\n'
+        "    train_cfg = dict(\n        type='StagePlanTrainLoop',\n"
+        f'        stages=[\n{lines}\n        ])\n'
+        'A child config changes a stage by key (train_cfg=dict(stages=[...'
+        ']) built from _base_.train_cfg.stages), --cfg-options by index '
+        '(train_cfg.stages.1.iters=50); docs/architecture.md.')

@@ -286,8 +286,7 @@ def measure_training(cfg, models: dict, batch, batch_size: int, device: str,
 
     t_base = train_row('baseline: train iteration', models['baseline'],
                        models['base_ow'])
-    found = StagePlan.from_config(cfg)
-    plan = {s['name']: s for s in (found[1] if found else [])}
+    plan = {s['name']: s for s in StagePlan.from_config(cfg) or []}
     scales = tuple((sign.train_cfg or {}).get('ce_scales', (1.0, )))
     times = {}
     for stage in ('train', 'transfer', 'self_train'):

@@ -71,7 +71,7 @@ def plan_steps(stages: Sequence[dict]) -> List[Tuple[str, str, dict, int]]:
     (its real + fake block and its synthetic block).
 
     Args:
-        stages (Sequence[dict]): ``SIGNStageHook``'s ``stages``.
+        stages (Sequence[dict]): a plan's stages (``train_cfg.stages``).
 
     Returns:
         list: the steps, in plan order.

@@ -47,10 +47,9 @@ def stage_ends(cfg_path: str) -> dict:
     Returns:
         dict[str, int | None]: each stage's last iteration.
     """
-    found = StagePlan.from_config(Config.fromfile(cfg_path))
-    if found is None:
+    plan = StagePlan.from_config(Config.fromfile(cfg_path))
+    if plan is None:
         return {'end': None}
-    plan = found[1]
     return {s['name']: plan.start(i) + s['iters'] for i, s in enumerate(plan)}
 
 
@@ -306,7 +305,7 @@ def foreign_runs(results: dict, todo, amp_dtype=None,
 
 def config_value(cfg_path: str, key: str):
     """A config's value at a dotted ``--cfg-options`` key (list items by
-    index, e.g. ``custom_hooks.0.stages.2.temperature``).
+    index, e.g. ``train_cfg.stages.2.temperature``).
 
     Args:
         cfg_path (str): the config.
@@ -333,7 +332,7 @@ def sweep_points(spec: str) -> list:
     run's floating-point sums).
 
     Args:
-        spec (str): e.g. ``'custom_hooks.0.stages.2.temperature=0.1,2'``.
+        spec (str): e.g. ``'train_cfg.stages.2.temperature=0.1,2'``.
 
     Returns:
         list[tuple[float, str, list[str]]]: ``(value, tag, cfg_options)``,
@@ -345,7 +344,7 @@ def sweep_points(spec: str) -> list:
     key, _, values = spec.partition('=')
     if not key or not values:
         raise ValueError(f'--sweep {spec!r}: write KEY=V1,V2,... (e.g. '
-                         'custom_hooks.0.stages.2.temperature=0.1,1,10)')
+                         'train_cfg.stages.2.temperature=0.1,1,10)')
     leaf = key.rsplit('.', 1)[-1]
     points = []
     for text in values.split(','):

@@ -33,8 +33,8 @@ def stage_plan(cfg):
     Returns:
         list[dict]: the stages.
     """
-    found = StagePlan.from_config(cfg)
-    return found[1].stages if found else []
+    plan = StagePlan.from_config(cfg)
+    return plan.stages if plan is not None else []
 
 
 def upscale(array, factor):

@@ -24,10 +24,10 @@ GOLDEN = osp.join(REPO, 'tests', 'data', 'stage_losses_golden.json')
 ITERS = 5
 #: 5 iterations a stage; transfer in blocks of 2 (both of its phases run)
 CFG_OPTIONS = [
-    f'custom_hooks.0.stages.0.iters={ITERS}',
-    f'custom_hooks.0.stages.1.iters={ITERS}',
-    'custom_hooks.0.stages.1.block_iters=2',
-    f'custom_hooks.0.stages.2.iters={ITERS}',
+    f'train_cfg.stages.0.iters={ITERS}',
+    f'train_cfg.stages.1.iters={ITERS}',
+    'train_cfg.stages.1.block_iters=2',
+    f'train_cfg.stages.2.iters={ITERS}',
     'default_hooks.logger.interval=1',
 ]
 

@@ -208,7 +208,7 @@ def trained(tmp_path_factory):
                      seed=0)
     cfg = write_config(ws / 'held_out.py', HELD_OUT, '')
     wd = ws / 'wd'
-    shrink = [f'custom_hooks.0.stages.{i}.iters={n}'
+    shrink = [f'train_cfg.stages.{i}.iters={n}'
               for i, (_, n) in enumerate(PLAN)]
     run_tool(['train.py', cfg, '--work-dir', str(wd), '--cfg-options',
               *shrink], str(ws))
@@ -266,7 +266,7 @@ def test_add_held_out_class_end_to_end(trained):
     # the self-training run is written, to run later
     st = Config.fromfile(str(out / 'self_train.py'))
     assert st.load_from == str(out / 'refit.pth')
-    assert [s['name'] for s in st.custom_hooks[0].stages] == ['self_train']
+    assert [s['name'] for s in st.train_cfg.stages] == ['self_train']
     assert not osp.exists(out / 'self_train')
     after_dir = str(ws / 'test_after')
     log = run_tool(['test.py', str(out / 'config.py'),
@@ -431,7 +431,7 @@ def test_api_refit_only_and_save(in_ws, tmp_path):
     assert written['model'] == str(out / 'model.pth')
     st = Config.fromfile(str(out / 'self_train.py'))
     assert st.load_from == str(out / 'refit.pth')
-    assert st.custom_hooks[0].stages[0]['iters'] == PLAN[-1][1]
+    assert st.train_cfg.stages[0]['iters'] == PLAN[-1][1]
     again = init_model(str(out / 'config.py'), str(out / 'model.pth'),
                        device='cpu')
     assert again.dataset_meta['classes'] == model.dataset_meta['classes']

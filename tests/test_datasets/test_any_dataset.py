@@ -257,15 +257,13 @@ model = dict(
 stages = [dict(name='train', iters=2),
           dict(name='transfer', iters=2, mode='alternate', block_iters=1),
           dict(name='self_train', iters=2, mode='AST', temperature=2.0)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages),
-                dict(type='TorchRNGStateHook')]
 param_scheduler = dict(
     _delete_=True,
     segmentor=[dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0,
                     end=2, by_epoch=False)],
     generator=[], discriminator=[], transfer=[], transfer_generator=[],
     self_train=[], self_train_generator=[], self_train_discriminator=[])
-train_cfg = dict(val_interval=100)
+train_cfg = dict(stages=stages, val_interval=100)
 default_hooks = dict(checkpoint=dict(interval=100),
                      logger=dict(interval=1),
                      visualization=dict(type='SegVisualizationHook'))

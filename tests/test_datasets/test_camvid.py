@@ -217,10 +217,10 @@ def test_sign_camvid_trains_and_tests(converted, tmp_path):
              cwd=ws)
     cfg = str(REPO / 'configs/sign/sign_camvid.py')
     out = run_tool(['train.py', cfg, '--work-dir', 'wd', '--cfg-options',
-                    'custom_hooks.0.stages.0.iters=2',
-                    'custom_hooks.0.stages.1.iters=2',
-                    'custom_hooks.0.stages.1.block_iters=1',
-                    'custom_hooks.0.stages.2.iters=2',
+                    'train_cfg.stages.0.iters=2',
+                    'train_cfg.stages.1.iters=2',
+                    'train_cfg.stages.1.block_iters=1',
+                    'train_cfg.stages.2.iters=2',
                     'train_dataloader.batch_size=2'], cwd=ws)
     assert "SIGN stage 'train' (1/3): iterations 1-2" in out
     assert "SIGN stage 'transfer' (2/3): iterations 3-4" in out
@@ -243,10 +243,10 @@ def test_sign_camvid_trains_and_tests(converted, tmp_path):
     # command, shrunk): no toy data made, the run named without a data seed
     out = run_tool(['toy_table.py', cfg, '--data', 'config', '--seeds', '0',
                     '--work-dir', 'table', '--tag', 'short',
-                    '--cfg-options', 'custom_hooks.0.stages.0.iters=2',
-                    'custom_hooks.0.stages.1.iters=2',
-                    'custom_hooks.0.stages.1.block_iters=1',
-                    'custom_hooks.0.stages.2.iters=2',
+                    '--cfg-options', 'train_cfg.stages.0.iters=2',
+                    'train_cfg.stages.1.iters=2',
+                    'train_cfg.stages.1.block_iters=1',
+                    'train_cfg.stages.2.iters=2',
                     'train_dataloader.batch_size=2'], cwd=ws)
     results = json.loads((ws / 'table' / 'results.json').read_text())
     assert set(results) == {'sign_camvid+short/own/0'}

@@ -23,11 +23,10 @@ NEW_UNSEEN = ('kite', 'lamp', 'river')  # the default is flag, hedge, river
 # two training iterations, validated at the end
 SHORT = """
 stages = [dict(name='train', iters=2)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages)]
 param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=2,
          by_epoch=False)])
-train_cfg = dict(val_interval=2)
+train_cfg = dict(stages=stages, val_interval=2)
 default_hooks = dict(checkpoint=dict(interval=2), logger=dict(interval=1))
 """
 # the README's one-place override ("Datasets")

@@ -1,4 +1,4 @@
-"""--amp config conversion, SIGNStageHook stage derivation, checkpoint
+"""--amp config conversion, StagePlan stage derivation, checkpoint
 loading with torch's weights_only default."""
 import os.path as osp
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from mmseg_sign.engine import SIGNStageHook
+from mmseg_sign.structures import StagePlan
 from mmseg_sign.utils import convert_to_amp
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -55,12 +55,11 @@ def test_amp_single_wrapper_and_errors():
 
 
 def test_stage_derivation_from_iteration():
-    hook = SIGNStageHook([
+    plan = StagePlan([
         dict(name='train', iters=3),
         dict(name='transfer', iters=2, block_iters=1),
         dict(name='self_train', iters=4, mode='AST')
     ])
-    plan = hook.plan
     names = [plan[plan.index_at(i)]['name'] for i in range(10)]
     assert names == ['train'] * 3 + ['transfer'] * 2 + ['self_train'] * 5
     assert [plan.start(i) for i in range(3)] == [0, 3, 5]
@@ -94,18 +93,18 @@ def test_stage_derivation_from_iteration():
 ])
 def test_stage_plan_errors(stages, message):
     with pytest.raises(ValueError, match=message):
-        SIGNStageHook(stages)
+        StagePlan(stages)
 
 
 def test_stage_plan_defaults_are_the_authors_recipe():
-    hook = SIGNStageHook([dict(name='train', iters=3),
-                          dict(name='transfer', iters=200),
-                          dict(name='self_train', iters=2)])
-    assert hook.plan[1] == dict(
+    plan = StagePlan([dict(name='train', iters=3),
+                      dict(name='transfer', iters=200),
+                      dict(name='self_train', iters=2)])
+    assert plan[1] == dict(
         name='transfer', iters=200, mode='alternate', block_iters=100,
         real_weight=0.75, fake_weight=0.25, synth_weight=0.125)
-    assert hook.plan[2]['mode'] == 'AST'
-    assert hook.plan[2]['temperature'] == 2.0
+    assert plan[2]['mode'] == 'AST'
+    assert plan[2]['temperature'] == 2.0
 
 
 def test_checkpoint_with_message_hub_loads_weights_only(tmp_path):

@@ -25,13 +25,11 @@ SHORT = """
 train_dataloader = dict(batch_size=2)
 stages = [dict(name='train', iters=3),
           dict(name='transfer', iters=2, block_iters=1)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages),
-                dict(type='TorchRNGStateHook')]
 param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=3,
          by_epoch=False)
 ])
-train_cfg = dict(val_interval=100)
+train_cfg = dict(stages=stages, val_interval=100)
 default_hooks = dict(checkpoint=dict(interval=1, max_keep_ckpts=-1),
                      logger=dict(interval=1))
 """

@@ -8,9 +8,7 @@ from e2e_utils import run_tool, toy_workspace, write_config
 
 TRAIN_ONLY = """
 stages = [dict(name='train', iters=2)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages),
-                dict(type='TorchRNGStateHook')]
-train_cfg = dict(val_interval=100)
+train_cfg = dict(stages=stages, val_interval=100)
 optim_wrapper = dict(
     _delete_=True, constructor='ModuleGroupOptimWrapperConstructor',
     segmentor=dict(optimizer=dict(type='SGD', lr=0.01, momentum=0.9),
@@ -27,9 +25,7 @@ default_hooks = dict(checkpoint=dict(interval=2))
 WITH_TRANSFER = """
 stages = [dict(name='train', iters=2),
           dict(name='transfer', iters=2, mode='alternate', block_iters=1)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages),
-                dict(type='TorchRNGStateHook')]
-train_cfg = dict(val_interval=100)
+train_cfg = dict(stages=stages, val_interval=100)
 default_hooks = dict(checkpoint=dict(interval=2))
 """
 
@@ -59,8 +55,7 @@ def test_resume_after_adding_a_stage_and_its_optimizers(workspace):
 def test_plan_without_train_stage_needs_load_from(workspace):
     cfg = write_config(workspace / 'c.py', 'configs/sign/sign_toy.py', """
 stages = [dict(name='transfer', iters=2, block_iters=1)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages)]
-train_cfg = dict(val_interval=100)
+train_cfg = dict(stages=stages, val_interval=100)
 """)
     with pytest.raises(AssertionError, match="starts with 'transfer'.*"
                        'load_from=PATH'):
@@ -78,16 +73,17 @@ def test_transfer_needs_unseen_classes(embedding_table):
     from mmengine.config import Config
 
     from mmseg.registry import MODELS
-    from mmseg_sign.engine.hooks import ClassSplitHook, SIGNStageHook
+    from mmseg_sign.engine.hooks import ClassSplitHook
+    from mmseg_sign.structures import StagePlan
     head = MODELS.build(dict(
         type='SIGNHead', in_channels=8, channels=8, num_classes=5,
         class_embeddings=embedding_table[0], latent_channels=8,
         generator_hidden=(16, ), generator_dropout=0.0, trunk_channels=16))
     assert not head.unseen_mask.any()
-    hook = SIGNStageHook([dict(name='train', iters=1),
-                          dict(name='transfer', iters=2,
-                               block_iters=1)])
-    runner = SimpleNamespace(cfg=Config(), hooks=[hook])
+    plan = StagePlan([dict(name='train', iters=1),
+                      dict(name='transfer', iters=2, block_iters=1)])
+    runner = SimpleNamespace(cfg=Config(),
+                             train_loop=SimpleNamespace(plan=plan))
     with pytest.raises(ValueError, match=r"stages \['transfer'\] learn "
                        'the unseen classes, but the split has none'):
         ClassSplitHook._check_unseen_for_plan(runner, head)
@@ -107,11 +103,10 @@ def test_plan_changed_from_the_command_line_is_followed(workspace):
 
     cfg = write_config(workspace / 'e.py', 'configs/sign/sign_toy.py', """
 default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=100))
-train_cfg = dict(val_interval=1000)
-custom_hooks = [dict(type='SIGNStageHook', val_at_stage_end=False,
-                     stages=[dict(name='train', iters=600),
-                             dict(name='transfer', iters=200),
-                             dict(name='self_train', iters=200)])]
+train_cfg = dict(val_interval=1000, val_at_stage_end=False,
+                 stages=[dict(name='train', iters=600),
+                         dict(name='transfer', iters=200),
+                         dict(name='self_train', iters=200)])
 param_scheduler = dict(
     transfer=[dict(type='MultiStepLR', gamma=0.1, by_epoch=False,
                    milestones=[2])],
@@ -121,9 +116,9 @@ param_scheduler = dict(
     wd = workspace / 'wd_e'
     out = run_tool([
         'train.py', cfg, '--work-dir', str(wd), '--cfg-options',
-        'custom_hooks.0.stages.0.iters=6', 'custom_hooks.0.stages.1.iters=4',
-        'custom_hooks.0.stages.1.block_iters=2',
-        'custom_hooks.0.stages.2.iters=4'
+        'train_cfg.stages.0.iters=6', 'train_cfg.stages.1.iters=4',
+        'train_cfg.stages.1.block_iters=2',
+        'train_cfg.stages.2.iters=4'
     ], workspace)
     # the run lasts the plan's 14 iterations (StagePlanTrainLoop)
     assert 'Iter(train) [14/14]' in out
@@ -156,7 +151,7 @@ param_scheduler = dict(
 ])
 def test_respanned_scheduler_equals_one_built_with_the_span(kind, kwargs):
     """A scheduler built at iteration 0 without begin / end and given the
-    span [3, 7) by SIGNStageHook steps exactly like one built with it."""
+    span [3, 7) by the loop steps exactly like one built with it."""
     import torch
     from mmengine.optim import PolyLR  # noqa: F401 (registers)
     from mmengine.registry import PARAM_SCHEDULERS
@@ -192,9 +187,7 @@ def test_resume_after_a_wrapper_changed_its_modules(workspace):
     wd = str(workspace / 'wd_regroup')
     old = write_config(workspace / 'old.py', 'configs/sign/sign_toy.py', """
 stages = [dict(name='train', iters=2)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages),
-                dict(type='TorchRNGStateHook')]
-train_cfg = dict(val_interval=100)
+train_cfg = dict(stages=stages, val_interval=100)
 optim_wrapper = dict(self_train=dict(
     modules=['backbone', 'neck', 'decode_head.trunk', 'decode_head.conv_seg']))
 default_hooks = dict(checkpoint=dict(interval=2))
@@ -202,9 +195,7 @@ default_hooks = dict(checkpoint=dict(interval=2))
     run_tool(['train.py', old, '--work-dir', wd], workspace)
     now = write_config(workspace / 'now.py', 'configs/sign/sign_toy.py', """
 stages = [dict(name='train', iters=2), dict(name='self_train', iters=2)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages),
-                dict(type='TorchRNGStateHook')]
-train_cfg = dict(val_interval=100)
+train_cfg = dict(stages=stages, val_interval=100)
 default_hooks = dict(checkpoint=dict(interval=2))
 """)
     out = run_tool(['train.py', now, '--work-dir', wd, '--resume'],
@@ -222,17 +213,18 @@ def test_split_hook_refuses_a_transfer_plan_without_unseen_classes(
     from mmengine.config import Config
 
     from mmseg.registry import MODELS
-    from mmseg_sign.engine.hooks import ClassSplitHook, SIGNStageHook
+    from mmseg_sign.engine.hooks import ClassSplitHook
+    from mmseg_sign.structures import StagePlan
     head = MODELS.build(dict(
         type='SIGNHead', in_channels=8, channels=8, num_classes=5,
         class_embeddings=embedding_table[0], latent_channels=8,
         generator_hidden=(16, ), generator_dropout=0.0, trunk_channels=16))
-    plan = SIGNStageHook([dict(name='train', iters=1),
-                          dict(name='transfer', iters=2,
-                               block_iters=1)])
+    plan = StagePlan([dict(name='train', iters=1),
+                      dict(name='transfer', iters=2, block_iters=1)])
     dataset = SimpleNamespace(metainfo=dict(classes=embedding_table[1]))
     runner = SimpleNamespace(
-        cfg=Config(), hooks=[plan], model=SimpleNamespace(decode_head=head),
+        cfg=Config(), hooks=[], train_loop=SimpleNamespace(plan=plan),
+        model=SimpleNamespace(decode_head=head),
         train_dataloader=SimpleNamespace(dataset=dataset))
     with pytest.raises(ValueError, match=r"stages \['transfer'\] learn "
                        'the unseen classes, but the split has none'):

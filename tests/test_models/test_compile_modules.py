@@ -37,7 +37,7 @@ def toy_cfg(toy_root):
 
 
 def test_compiled_modules_compute_what_eager_ones_do(toy_cfg):
-    steps = plan_steps(toy_cfg.custom_hooks[0].stages)
+    steps = plan_steps(toy_cfg.train_cfg.stages)
     batch = fixed_batch(toy_cfg, 4)
     weights = fixed_weights(toy_cfg, batch['metainfo'])
     eager = run_setting(toy_cfg, weights, batch, 'cpu:float32', steps)
@@ -91,9 +91,9 @@ def test_compiled_run_through_train_py(toy_root, tmp_path):
         f'model.decode_head.class_embeddings={toy_root}/class_embeddings.npz',
         *(f'{k}.dataset.data_root={toy_root}' for k in (
             'train_dataloader', 'val_dataloader', 'test_dataloader')),
-        'custom_hooks.0.stages.0.iters=2', 'custom_hooks.0.stages.1.iters=2',
-        'custom_hooks.0.stages.1.block_iters=1',
-        'custom_hooks.0.stages.2.iters=2', 'model.compile_cfg.backend='
+        'train_cfg.stages.0.iters=2', 'train_cfg.stages.1.iters=2',
+        'train_cfg.stages.1.block_iters=1',
+        'train_cfg.stages.2.iters=2', 'model.compile_cfg.backend='
         'aot_eager'], cwd=REPO)
     assert "SIGN stage 'self_train' (3/3)" in out
     state = torch.load(tmp_path / 'wd' / 'iter_6.pth', map_location='cpu',

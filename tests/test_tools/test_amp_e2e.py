@@ -159,7 +159,7 @@ def test_resuming_float16_without_amp_says_what_it_does(workspace,
     (wd3 / 'last_checkpoint').write_text(str(wd3 / 'iter_5.pth'))
     out = run_tool(['train.py', str(workspace / 'sign.py'), '--work-dir',
                     str(wd3), '--resume', '--amp-dtype', 'float16',
-                    '--cfg-options', 'custom_hooks.0.stages.2.iters=1'],
+                    '--cfg-options', 'train_cfg.stages.2.iters=1'],
                    workspace)
     assert 'mixed precision and this run has none' not in out
     assert 'trained in float32' not in out

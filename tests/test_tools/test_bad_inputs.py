@@ -136,9 +136,8 @@ def sign_train_without_mask_real_run(ws):
         ws.path / 'no_mask.py', SIGN,
         f'train_dataloader = dict(dataset=dict('
         f'pipeline={pipeline_without_mask(ws)!r}))\n'
-        "custom_hooks = [dict(type='SIGNStageHook', "
-        "stages=[dict(name='train', iters=2)])]\n"
-        'train_cfg = dict(val_interval=100)\n')
+        "train_cfg = dict(stages=[dict(name='train', iters=2)], "
+        'val_interval=100)\n')
     return run_tool(['train.py', cfg, '--work-dir', str(ws.path / 'wd')],
                     ws.path)
 

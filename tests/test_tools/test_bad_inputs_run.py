@@ -33,13 +33,11 @@ from mmseg_sign.datasets.toy_data import TOY_UNSEEN
 # two train iterations, no validation, plain loaders: a checkpoint with
 # G, D, optimizers and the message hub, as every SIGN run writes
 SHORT = """
-stages = [dict(name='train', iters=2)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages,
-                     val_at_stage_end=False)]
 param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=2,
          by_epoch=False)])
-train_cfg = dict(val_interval=100)
+train_cfg = dict(stages=[dict(name='train', iters=2)], val_interval=100,
+                 val_at_stage_end=False)
 default_hooks = dict(checkpoint=dict(interval=2), logger=dict(interval=1))
 train_dataloader = dict(batch_size=4, num_workers=0,
                         persistent_workers=False)
@@ -48,10 +46,10 @@ test_dataloader = val_dataloader
 """
 # a plan that starts after the train stage (from load_from)
 TRANSFER_THEN_SELF_TRAIN = """
-stages = [dict(name='transfer', iters=2, mode='alternate', block_iters=1),
-          dict(name='self_train', iters=1, mode='AST')]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages,
-                     val_at_stage_end=False)]
+train_cfg = dict(
+    stages=[dict(name='transfer', iters=2, mode='alternate', block_iters=1),
+            dict(name='self_train', iters=1, mode='AST')],
+    val_at_stage_end=False)
 """
 NEW_UNSEEN = ('kite', 'lamp', 'river')
 assert set(NEW_UNSEEN) != set(TOY_UNSEEN)
@@ -616,13 +614,13 @@ def build_metric(**kw):
     return action
 
 
-def build_hook_with(**stage):
+def build_plan_with(**stage):
 
     def action(ctx, case):
-        from mmseg.registry import HOOKS
+        from mmseg_sign.structures import StagePlan
         stages = [dict(name='train', iters=2), stage]
         try:
-            HOOKS.build(dict(type='SIGNStageHook', stages=stages))
+            StagePlan(stages)
         except ValueError as err:
             return Outcome(1, str(err))
         return Outcome(0, '')
@@ -714,7 +712,7 @@ CASES = [
     # ---- silently wrong 9: --resume with a plan shorter than the run
     Case('resume_past_the_plan',
          'tools/train.py --resume from iter_2.pth with the plan cut to 1 '
-         'iteration', resume_with('', 'custom_hooks.0.stages.0.iters=1'),
+         'iteration', resume_with('', 'train_cfg.stages.0.iters=1'),
          r'--resume from a checkpoint at iteration 2, but the stage plan '
          r'ends at iteration 1 \(train 1\): there is nothing left to train',
          traceback_ok=True),
@@ -735,13 +733,13 @@ CASES = [
          'tools/train.py sign_toy --cfg-options train_cfg.max_iters=10',
          train_with_max_iters,
          r'train_cfg\.max_iters=10: the run\'s length is set by the SIGN '
-         r'stage plan custom_hooks\.0\.stages \(train 2 = 2 iterations\).*'
-         r'custom_hooks\.0\.stages\.0\.iters=N0'),
+         r'stage plan train_cfg\.stages \(train 2 = 2 iterations\).*'
+         r'train_cfg\.stages\.0\.iters=N0'),
     Case('max_iters_in_the_config_file',
          "tools/train.py on a config with train_cfg = dict(max_iters=5)",
          train_with_max_iters_in_file,
          r'train_cfg\.max_iters=5: the run\'s length is set by the SIGN '
-         r'stage plan .*custom_hooks\.0\.stages\.0\.iters=N0'),
+         r'stage plan .*train_cfg\.stages\.0\.iters=N0'),
     Case('max_iters_in_the_config_file_mmseg_tool',
          "mmseg's own tools/train.py on that config",
          mmseg_train_with_max_iters_in_file,
@@ -845,18 +843,18 @@ CASES = [
          '(0, 0.5, 1)) (control)', build_metric(calibration_sweep=(0, .5, 1)),
          '', ok=True),
     Case('temperature_string', "self_train stage temperature='abc'",
-         build_hook_with(name='self_train', iters=1, temperature='abc'),
+         build_plan_with(name='self_train', iters=1, temperature='abc'),
          r"stages\[1\] \(self_train\): temperature must be a number > 0, "
          r"got 'abc' \(a str\)"),
     Case('temperature_nan', "self_train stage temperature=float('nan')",
-         build_hook_with(name='self_train', iters=1,
+         build_plan_with(name='self_train', iters=1,
                          temperature=float('nan')),
          r'temperature must be a finite number > 0, got nan'),
     Case('top_p_string', "self_train stage top_p='75'",
-         build_hook_with(name='self_train', iters=1, mode='ST', top_p='75'),
+         build_plan_with(name='self_train', iters=1, mode='ST', top_p='75'),
          r"top_p must be a number > 0, got '75'"),
     Case('transfer_weight_bool', 'transfer stage synth_weight=True',
-         build_hook_with(name='transfer', iters=1, synth_weight=True),
+         build_plan_with(name='transfer', iters=1, synth_weight=True),
          r'synth_weight must be a number >= 0, got True'),
 ]
 

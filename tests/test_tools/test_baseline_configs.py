@@ -44,9 +44,9 @@ def test_paper_baselines_build_on_signs_data(method, dataset, tmp_path):
     assert cfg.model.backbone == sign.model.backbone
     assert cfg.model.data_preprocessor == sign.model.data_preprocessor
     if method != 'spnet':
-        plan = cfg.custom_hooks[0]['stages']
+        plan = cfg.train_cfg['stages']
         assert [s['iters'] for s in plan] == [
-            s['iters'] for s in sign.custom_hooks[0]['stages']]
+            s['iters'] for s in sign.train_cfg['stages']]
         assert cfg.train_cfg.type == 'StagePlanTrainLoop'
         assert 'max_iters' not in cfg.train_cfg
     names = getattr(class_names, dict(
@@ -85,8 +85,7 @@ SHORT_PLAN = """
 stages = [dict(name='train', iters=3),
           dict(name='transfer', iters=2, {transfer}),
           dict(name='self_train', iters=2, {self_train})]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages),
-                dict(type='TorchRNGStateHook')]
+train_cfg = dict(stages=stages)
 param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=3,
          by_epoch=False)])

@@ -29,7 +29,7 @@ def test_config_parses(path):
         return
     assert 'model' in cfg and 'train_dataloader' in cfg
     if '/sign/' in path:
-        stages = cfg.custom_hooks[0]['stages']
+        stages = cfg.train_cfg['stages']
         # the run's length is the plan's (StagePlanTrainLoop), set once
         assert stages and cfg.train_cfg.type == 'StagePlanTrainLoop'
         assert 'max_iters' not in cfg.train_cfg
@@ -73,7 +73,7 @@ def run_every_stage(cfg, emb_path, size=64, num_classes=10):
             model)
     model.train()
     stages = [stage_options(i, s)
-              for i, s in enumerate(cfg.custom_hooks[0]['stages'])]
+              for i, s in enumerate(cfg.train_cfg['stages'])]
     for stage in stages:
         opts = {k: v for k, v in stage.items() if k not in ('name', 'iters')}
         model.set_stage(stage['name'], **opts)
@@ -147,7 +147,7 @@ def test_paper_configs_hold_the_authors_recipe(dataset, rate, unseen_share,
     share = unseen * (1 + rate) / (num_classes - unseen + unseen * (1 + rate))
     assert share == pytest.approx(unseen_share, abs=0.005)
     stages = [stage_options(i, s)
-              for i, s in enumerate(cfg.custom_hooks[0]['stages'])]
+              for i, s in enumerate(cfg.train_cfg['stages'])]
     assert [s['name'] for s in stages] == ['train', 'transfer', 'self_train']
     assert stages[1]['mode'] == 'alternate'
     assert stages[1]['synth_weight'] == synth_weight
@@ -275,8 +275,8 @@ def test_toy_and_paper_schedules_have_the_same_structure():
         assert toy.model.type == paper.model.type
         assert toy.model_wrapper_cfg == paper.model_wrapper_cfg
         # and both plans start with training, then transfer
-        assert [s['name'] for s in toy.custom_hooks[0]['stages']][:2] == \
-            [s['name'] for s in paper.custom_hooks[0]['stages']][:2]
+        assert [s['name'] for s in toy.train_cfg['stages']][:2] == \
+            [s['name'] for s in paper.train_cfg['stages']][:2]
 
 
 def test_stage_lengths_have_one_home():
@@ -297,6 +297,6 @@ def test_stage_lengths_have_one_home():
     ctx = Config.fromfile(osp.join(REPO, 'configs', 'baselines',
                                    'zs3net_context_st.py'))
     assert [(s['name'], s['iters'], s.get('mode'))
-            for s in ctx.custom_hooks[0]['stages']] == [
+            for s in ctx.train_cfg['stages']] == [
         ('train', 40000, None), ('transfer', 10000, 'classifier'),
         ('self_train', 7000, 'ST')]

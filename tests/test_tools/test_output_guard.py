@@ -216,9 +216,9 @@ def test_toy_table_knows_a_run_by_what_it_ran(tmp_path):
                 'ran another config or other --cfg-options: '
                 'sign_toy/0/0')
     for args, message in [
-            (['--sweep', 'custom_hooks.0.stages.2.temprature=1,2'],
+            (['--sweep', 'train_cfg.stages.2.temprature=1,2'],
              'no such key'),
-            (['--sweep', 'custom_hooks.0.stages.2.temperature=1,1.0'],
+            (['--sweep', 'train_cfg.stages.2.temperature=1,1.0'],
              "'1.0' repeats a value"),
             (['--rows', 'AST=sign_toy@self_training'],
              "sign_toy has no stage 'self_training'"),

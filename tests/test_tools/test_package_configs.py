@@ -45,8 +45,7 @@ def test_train_from_a_package_config(tmp_path, toy_root):
         "_base_ = ['mmseg_sign::sign/sign_toy.py']\n" + """
 stages = [dict(name='train', iters=2),
           dict(name='transfer', iters=2, mode='alternate', block_iters=1)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages),
-                dict(type='TorchRNGStateHook')]
+train_cfg = dict(stages=stages)
 default_hooks = dict(logger=dict(interval=1))
 """)
     wd = str(tmp_path / 'wd')

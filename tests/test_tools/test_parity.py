@@ -146,7 +146,7 @@ def test_train_step_operators(toy_root):
     init_default_scope('mmseg')
     batch = fixed_batch(cfg, 2)
     weights = fixed_weights(cfg, batch['metainfo'])
-    steps = plan_steps(cfg.custom_hooks[0]['stages'])[:1]
+    steps = plan_steps(cfg.train_cfg['stages'])[:1]
     ops = step_operators(cfg, weights, batch, steps)['train']
     random = {op for op in ops if kind_of(op) == 'random'}
     assert random == {'randn_like', 'bernoulli_.float'}

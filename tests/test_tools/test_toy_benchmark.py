@@ -27,12 +27,11 @@ def test_transfer_beats_train_stage_on_unseen(tmp_path):
     cfg = write_config(tmp_path / 'short.py', 'configs/sign/sign_toy.py', """
 stages = [dict(name='train', iters=200),
           dict(name='transfer', iters=200, mode='alternate', block_iters=25)]
-custom_hooks = [dict(type='SIGNStageHook', stages=stages)]
 param_scheduler = dict(segmentor=[
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=200,
          by_epoch=False)
 ])
-train_cfg = dict(val_interval=1000)
+train_cfg = dict(stages=stages, val_interval=1000)
 default_hooks = dict(checkpoint=dict(interval=1000, save_last=False))
 randomness = dict(seed=0)
 """)
@@ -82,15 +81,15 @@ def test_self_training_keeps_what_a_weak_teacher_gave(tmp_path):
     are the control: with them the same run loses most of it."""
     from mmseg_sign.datasets.toy_data import make_toy_dataset
     make_toy_dataset(str(tmp_path / 'data' / 'toy'), seed=0)
-    short = ['custom_hooks.0.stages.0.iters=100',
-             'custom_hooks.0.stages.1.iters=50',
-             'custom_hooks.0.stages.2.iters=50']
+    short = ['train_cfg.stages.0.iters=100',
+             'train_cfg.stages.1.iters=50',
+             'train_cfg.stages.2.iters=50']
     seen = {}
     for candidates in ('predicted_unseen', 'ignored'):
         wd = str(tmp_path / f'wd_{candidates}')
         run_tool(['train.py', osp.join(REPO, 'configs/sign/sign_toy.py'),
                   '--work-dir', wd, '--cfg-options', *short,
-                  f'custom_hooks.0.stages.2.candidates={candidates}'],
+                  f'train_cfg.stages.2.candidates={candidates}'],
                  tmp_path)
         history = val_history(wd)
         seen[candidates] = (history[150]['mIoU_seen'],

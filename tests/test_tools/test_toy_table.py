@@ -13,10 +13,10 @@ import torch
 
 from e2e_utils import REPO
 
-SHORT_PLAN = ['custom_hooks.0.stages.0.iters=2',
-              'custom_hooks.0.stages.1.iters=2',
-              'custom_hooks.0.stages.1.block_iters=1',
-              'custom_hooks.0.stages.2.iters=2']
+SHORT_PLAN = ['train_cfg.stages.0.iters=2',
+              'train_cfg.stages.1.iters=2',
+              'train_cfg.stages.1.block_iters=1',
+              'train_cfg.stages.2.iters=2']
 
 
 def test_table_is_mean_and_ci_of_the_chosen_runs():
@@ -186,9 +186,9 @@ pytestmark = pytest.mark.filterwarnings('ignore')
 def test_sweep_points_tag_every_value():
     from mmseg_sign.utils.toy_table import config_value, sweep_points
     cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
-    key = 'custom_hooks.0.stages.2.temperature'
+    key = 'train_cfg.stages.2.temperature'
     assert config_value(cfg, key) == 0.2
-    assert config_value(cfg, 'custom_hooks.0.stages.7.temperature') is None
+    assert config_value(cfg, 'train_cfg.stages.7.temperature') is None
     assert sweep_points(f'{key}=0.2,5') == [
         (0.2, 'temperature0.2', [f'{key}=0.2']),
         (5.0, 'temperature5', [f'{key}=5'])]
@@ -201,7 +201,7 @@ def test_sweep_points_tag_every_value():
 def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
     from mmengine.config import Config
     wd = tmp_path / 'sweep'
-    key = 'custom_hooks.0.stages.2.temperature'
+    key = 'train_cfg.stages.2.temperature'
     cmd = [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
            osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
            '--data-seeds', '5', '--work-dir', str(wd), '--jobs', '2',
@@ -219,7 +219,7 @@ def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
     for stem, value in (('sign_toy+temperature0.2', 0.2),
                         ('sign_toy+temperature5', 5)):
         dumped = Config.fromfile(wd / f'{stem}_data5_seed0' / 'sign_toy.py')
-        assert dumped.custom_hooks[0].stages[2].temperature == value
+        assert dumped.train_cfg.stages[2].temperature == value
     assert '| sign_toy@self_train temperature=0.2 | 1 |' in out.stdout
     assert '| sign_toy@self_train temperature=5 | 1 |' in out.stdout
     assert (tmp_path / 'curve.png').stat().st_size > 0

@@ -86,8 +86,8 @@ PLAN=(); TAG=  # the shipped plan: 600 + 400 + 400
 BENCH=(configs/sign/sign_voc.py --batch-size 8 --crop 368 368
        --sizes 512x512 1024x2048 --warmup 2 --repeats 5)
 if [ "$SMOKE" = 1 ]; then
-  PLAN=(custom_hooks.0.stages.0.iters=2 custom_hooks.0.stages.1.iters=2
-        custom_hooks.0.stages.1.block_iters=1 custom_hooks.0.stages.2.iters=2
+  PLAN=(train_cfg.stages.0.iters=2 train_cfg.stages.1.iters=2
+        train_cfg.stages.1.block_iters=1 train_cfg.stages.2.iters=2
         default_hooks.checkpoint.interval=2)
   SEEDS=0-1; TAG=+smoke
   BENCH=(configs/sign/sign_toy.py --batch-size 2 --crop 64 64 --sizes 64x64

@@ -15,7 +15,7 @@ Example::
     python tools/analysis/make_random_voc.py data/VOCdevkit/VOC2012 \
         --num-train 32 --num-val 8
     python tools/train.py configs/sign/sign_voc_ast.py --amp \
-        --cfg-options model.pretrained=None custom_hooks.0.stages.0.iters=20
+        --cfg-options model.pretrained=None train_cfg.stages.0.iters=20
 """
 import argparse
 import os

@@ -20,6 +20,7 @@ import json
 from mmengine.config import Config, DictAction
 from mmengine.registry import init_default_scope
 
+from mmseg_sign.structures import StagePlan
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
 from mmseg_sign.utils.cli import merge_cfg_options
 from mmseg_sign.utils.parity import (SETTING_HELP, compare, fixed_batch,
@@ -74,12 +75,14 @@ def main(argv=None):
     cfg = Config.fromfile(args.config)
     merge_cfg_options(cfg, args.cfg_options)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
-    plans = [h['stages'] for h in cfg.get('custom_hooks', [])
-             if h.get('type') == 'SIGNStageHook']
-    if not plans:
-        raise SystemExit(f'{args.config}: no SIGNStageHook plan in '
-                         'custom_hooks; parity compares a SIGN plan.')
-    steps = plan_steps(plans[0])
+    try:
+        plan = StagePlan.from_config(cfg)
+    except ValueError as err:
+        raise SystemExit(f'{args.config}: {err}') from None
+    if plan is None:
+        raise SystemExit(f'{args.config}: no SIGN stage plan (train_cfg.'
+                         'stages); parity compares a SIGN plan.')
+    steps = plan_steps(plan.stages)
     if args.stages:
         unknown = set(args.stages) - {s[0] for s in steps}
         if unknown:

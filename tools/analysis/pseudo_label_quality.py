@@ -44,7 +44,7 @@ def self_train_stage(cfg: Config) -> dict:
     if stage is not None:
         return stage
     raise SystemExit('error: the config has no self_train stage in '
-                     'SIGNStageHook.stages; use a config that self-trains '
+                     'train_cfg.stages; use a config that self-trains '
                      '(e.g. configs/sign/sign_toy.py).')
 
 

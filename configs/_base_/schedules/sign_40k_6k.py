@@ -3,10 +3,11 @@
 # then 6k of feature-generator transfer. Pair it with a SIGN model base, a
 # dataset base and mmseg::_base_/default_runtime.py (configs/sign/
 # sign_ade20k.py). Needs `custom_imports = dict(imports=['mmseg_sign'])`.
-# The stage plan is the one home of the iteration counts: the training loop
-# (StagePlanTrainLoop) runs as long as it and SIGNStageHook makes each
-# optimizer's schedulers span the stage that steps it, so a child config (or --cfg-options
-# custom_hooks.0.stages.0.iters=N) changes only the plan.
+# The stage plan (train_cfg.stages) is the one home of the iteration
+# counts: the training loop (StagePlanTrainLoop) runs as long as it, switches
+# the stages and makes each optimizer's schedulers span the stage that steps
+# it, so a child config (or --cfg-options train_cfg.stages.0.iters=N)
+# changes only the plan.
 # Precision: train with `tools/train.py CONFIG --amp --amp-dtype bfloat16` on
 # a GPU with bfloat16 (Ampere or newer): about 1.5x faster and 40 % less
 # memory than fp32 on an H100 (docs/benchmark.md, float16 figures), no loss
@@ -19,10 +20,13 @@ train_iters, transfer_iters = 40000, 6000
 # the self-training stage that the + ST / + AST configs append (read there
 # as _base_.self_train_iters; the authors' VOC length)
 self_train_iters = 6000
-stages = [
-    dict(name='train', iters=train_iters),
-    dict(name='transfer', iters=transfer_iters, mode='alternate'),
-]
+train_cfg = dict(
+    type='StagePlanTrainLoop',
+    stages=[
+        dict(name='train', iters=train_iters),
+        dict(name='transfer', iters=transfer_iters, mode='alternate'),
+    ],
+    val_interval=4000)  # and at every stage end
 
 # Segmentor (E, SIM): SGD 2.5e-4, poly; 10x ASPP weights, 20x ASPP biases
 # (no weight decay), 5x SIM encoder and reparameterisation module.
@@ -73,7 +77,7 @@ optim_wrapper = dict(
     self_train_discriminator=dict(
         optimizer=dict(type='Adam', lr=1e-4, weight_decay=5e-4),
         modules=['decode_head.discriminator', *classifier_modules]))
-# begin / end below are the VOC plan's; SIGNStageHook re-targets them to
+# begin / end below are the VOC plan's; the loop re-targets them to
 # the stage of each wrapper (milestones count from the stage start)
 train_gan_decay = [
     dict(type='MultiStepLR', gamma=0.71, by_epoch=False, begin=0,
@@ -98,16 +102,9 @@ param_scheduler = dict(
     self_train_generator=[],
     self_train_discriminator=[])
 
-# the run lasts as long as the plan (StagePlanTrainLoop: no max_iters here)
-train_cfg = dict(
-    type='StagePlanTrainLoop',
-    val_interval=4000)  # SIGNStageHook also validates at stage ends
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+custom_hooks = [dict(type='TorchRNGStateHook')]
 default_hooks = dict(
     timer=dict(type='IterTimerHook'),
     logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
@@ -117,7 +114,7 @@ default_hooks = dict(
         save_last=True),
     sampler_seed=dict(type='DistSamplerSeedHook'),
     visualization=dict(type='SegVisualizationHook'),
-    # SIGN's companions of SIGNStageHook (mmseg_sign/engine/hooks): one
+    # SIGN's companions of StagePlanTrainLoop (mmseg_sign/engine/hooks): one
     # seen/unseen split for the run, --resume / load_from checks, the
     # self-training teacher in checkpoints, a dry run of the first sample
     sign_split=dict(type='ClassSplitHook'),

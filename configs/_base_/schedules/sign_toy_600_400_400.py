@@ -5,38 +5,39 @@
 # plan): pair it with a SIGN model base, a dataset base and
 # mmseg::_base_/default_runtime.py (which has log_processor). Needs
 # `custom_imports = dict(imports=['mmseg_sign'])`.
-# One tools/train.py run does all stages; SIGNStageHook picks the stage from
-# the iteration, so --resume lands in the right one. The stage plan is the
-# one home of the iteration counts: the loop (StagePlanTrainLoop) runs as
-# long as it and SIGNStageHook makes each optimizer's schedulers span the
-# stage that steps it, so a child
-# config (or --cfg-options custom_hooks.0.stages.0.iters=N) changes only the
-# plan. A child builds its plan from this one (`_base_.stages`,
-# `_base_.self_train_iters`) and gives a new `custom_hooks`
-# (configs/sign/sign_toy_st.py); redefining `train_iters` in a child
-# changes nothing here.
+# One tools/train.py run does all stages: the training loop
+# (StagePlanTrainLoop, train_cfg below) owns the stage plan, the one home of
+# the iteration counts. It runs as long as the plan, picks the stage from
+# the iteration (so --resume lands in the right one) and makes each
+# optimizer's schedulers span the stage that steps it, so a child config
+# (train_cfg=dict(stages=[...]) built from _base_.train_cfg.stages, e.g.
+# configs/sign/sign_toy_st.py) or --cfg-options train_cfg.stages.1.iters=N
+# changes only the plan.
 # Transfer and AST are 400 iterations each (200 until issue 39): chosen on
 # toy data of seed 3, training seeds 0-9: harmonic mIoU after AST +4.11 ±
 # 2.57 (95 %, paired; higher on 9 of 10 seeds), its sd over the seeds
 # 4.54 -> 4.06; a longer AST alone (600) did not lift the runs whose
 # transfer ended low (docs/toy_results.md, "Runs that agree")
 train_iters, transfer_iters, self_train_iters = 600, 400, 400
-stages = [
-    dict(name='train', iters=train_iters),  # E, SIM (ce + kld); C + D; G
-    # blocks of 25: C (+ D, G) on real + fake seen, then C on fakes of
-    # sampled labels (unseen prior 1 + gen_unseen_rate)
-    dict(name='transfer', iters=transfer_iters, mode='alternate',
-         block_iters=25),
-    # the teacher's unseen pseudo labels (eq. 16), then the train stage's
-    # update on them (the authors' release). Toy-only choices, made on toy
-    # data of seed 3 (docs/reproduction.md): void covers most ignored
-    # pixels here, so AST labels only the pixels the teacher predicts
-    # unseen (the paper: every ignored pixel), T = 0.2 (the paper: 2) and
-    # the train stage's learning rates (below)
-    dict(name='self_train', iters=self_train_iters, mode='AST',
-         temperature=0.2, candidates='predicted_unseen'),
-]
-plan_iters = train_iters + transfer_iters + self_train_iters
+# The stage plan: the run lasts as long as it (no max_iters here) and is
+# validated at every stage end
+train_cfg = dict(
+    type='StagePlanTrainLoop',
+    stages=[
+        dict(name='train', iters=train_iters),  # E, SIM (ce + kld); C + D; G
+        # blocks of 25: C (+ D, G) on real + fake seen, then C on fakes of
+        # sampled labels (unseen prior 1 + gen_unseen_rate)
+        dict(name='transfer', iters=transfer_iters, mode='alternate',
+             block_iters=25),
+        # the teacher's unseen pseudo labels (eq. 16), then the train stage's
+        # update on them (the authors' release). Toy-only choices, made on toy
+        # data of seed 3 (docs/reproduction.md): void covers most ignored
+        # pixels here, so AST labels only the pixels the teacher predicts
+        # unseen (the paper: every ignored pixel), T = 0.2 (the paper: 2) and
+        # the train stage's learning rates (below)
+        dict(name='self_train', iters=self_train_iters, mode='AST',
+             temperature=0.2, candidates='predicted_unseen'),
+    ])
 
 # All six are built up front (resume restores every state).
 # Segmentor (E, SIM): SGD 1e-2, poly over the train stage. D (+ C on the
@@ -79,7 +80,7 @@ optim_wrapper = dict(
     self_train_discriminator=dict(  # D and C (shared trunk)
         optimizer=dict(type='Adam', lr=1e-3, betas=(0.5, 0.999)),
         modules=['decode_head.discriminator', *classifier_modules]))
-# begin / end below are this plan's; SIGNStageHook re-targets them to the
+# begin / end below are this plan's; the loop re-targets them to the
 # stage of each wrapper
 param_scheduler = dict(
     segmentor=[
@@ -94,16 +95,9 @@ param_scheduler = dict(
     self_train_generator=[],
     self_train_discriminator=[])
 
-# the run lasts as long as the plan (StagePlanTrainLoop: no max_iters here)
-train_cfg = dict(
-    type='StagePlanTrainLoop',
-    val_interval=plan_iters)  # SIGNStageHook also validates at stage ends
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+custom_hooks = [dict(type='TorchRNGStateHook')]
 default_hooks = dict(
     timer=dict(type='IterTimerHook'),
     logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
@@ -113,7 +107,7 @@ default_hooks = dict(
         save_last=True),
     sampler_seed=dict(type='DistSamplerSeedHook'),
     visualization=dict(type='SegVisualizationHook', interval=5),
-    # SIGN's companions of SIGNStageHook (mmseg_sign/engine/hooks): one
+    # SIGN's companions of StagePlanTrainLoop (mmseg_sign/engine/hooks): one
     # seen/unseen split for the run, --resume / load_from checks, the
     # self-training teacher in checkpoints, a dry run of the first sample
     sign_split=dict(type='ClassSplitHook'),

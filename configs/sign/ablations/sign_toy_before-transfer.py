@@ -3,12 +3,8 @@
 # sampled labels (7 seen, 3 unseen: 3·(1 + 4/3) = 7).
 _base_ = ['../sign_toy_transfer-only.py']
 model = dict(decode_head=dict(gen_unseen_rate=4 / 3))
-stages = [
-    _base_.stages[0],
-    dict(name='transfer', iters=_base_.stages[1].iters, mode='classifier',
-         real_weight=1.0, synth_weight=1.0),
-]
-custom_hooks = [
-    dict(type='SIGNStageHook', stages=stages),
-    dict(type='TorchRNGStateHook'),
-]
+train_cfg = dict(stages=[
+    _base_.train_cfg.stages[0],
+    dict(name='transfer', iters=_base_.train_cfg.stages[1].iters,
+         mode='classifier', real_weight=1.0, synth_weight=1.0),
+])

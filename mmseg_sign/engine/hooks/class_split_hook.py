@@ -10,7 +10,8 @@ from ...datasets.zero_shot import mask_unseen_labels
 from ...datasets.zero_shot_wrapper import metainfo_from_cfg
 from ...structures.class_split import (checkpoint_unseen_classes,
                                        resolve_split)
-from .runner_state import is_resuming, is_training, unwrap_model
+from ..runner.runner_state import (is_resuming, is_training, stage_plan,
+                                   unwrap_model)
 
 SPLIT_FIX = (
     'Set the split in one place: leave every dataset at its default split, '
@@ -27,7 +28,7 @@ class ClassSplitHook(Hook):
     consumer of the split agrees with the training dataset's, and the head
     gets that split; a checkpoint trained with another split is refused
     (unless ``allow_split_change=True`` in the config)."""
-    priority = 5  # before SIGNStageHook (VERY_HIGH = 10)
+    priority = 5  # before the VERY_HIGH hooks
 
     def before_train(self, runner) -> None:
         model = unwrap_model(runner)
@@ -77,8 +78,7 @@ class ClassSplitHook(Hook):
     @staticmethod
     def _check_unseen_for_plan(runner, head) -> None:
         """A stage that learns the unseen classes gets some."""
-        plans = [h.plan for h in runner.hooks if hasattr(h, 'plan')]
-        needs = [s['name'] for plan in plans for s in plan
+        needs = [s['name'] for s in stage_plan(runner) or []
                  if s['name'] in ('transfer', 'self_train')]
         check_split_has_unseen(needs, head)
 

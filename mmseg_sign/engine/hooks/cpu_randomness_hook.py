@@ -4,7 +4,7 @@ from mmengine.hooks import Hook
 
 from mmseg.registry import HOOKS
 from .random_sources_hook import on_cpu
-from .runner_state import unwrap_model
+from ..runner.runner_state import unwrap_model
 
 
 @HOOKS.register_module()

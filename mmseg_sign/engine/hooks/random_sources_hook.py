@@ -10,7 +10,7 @@ from mmengine.hooks import Hook
 from mmengine.logging import print_log
 
 from mmseg.registry import HOOKS
-from .runner_state import unwrap_model
+from ..runner.runner_state import unwrap_model
 
 
 def _check_seed(name: str, value) -> None:

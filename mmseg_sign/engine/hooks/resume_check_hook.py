@@ -9,7 +9,8 @@ from mmseg.registry import HOOKS
 from ...structures.stage_plan import gan_parts_used
 from ...utils.state_dict import strip_module_prefix
 from ..checkpoint_checks import checkpoint_mismatches
-from .runner_state import is_resuming, is_training, unwrap_model
+from ..runner.runner_state import (is_resuming, is_training, stage_plan,
+                                   unwrap_model)
 from .strict_checkpoint_hook import StrictCheckpointHook
 
 
@@ -25,7 +26,7 @@ class ResumeCheckHook(Hook):
     * ``load_from`` a checkpoint without G or D with a plan whose first
       stages use them: an error (unless ``allow_untrained_gan=True``).
 
-    The plan is read from the run's ``SIGNStageHook``.
+    The plan is the training loop's (``runner.train_loop.plan``).
 
     A test or validation run with ``load_from`` (mmseg's own
     ``tools/test.py``, ``mim test``) that has no ``StrictCheckpointHook``
@@ -48,7 +49,8 @@ class ResumeCheckHook(Hook):
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         if not is_training(runner):
             return  # tools/test.py, init_model: not a training run
-        plans = [h.plan for h in runner.hooks if hasattr(h, 'plan')]
+        plan = stage_plan(runner)
+        plans = [plan] if plan is not None else []
         if not is_resuming(runner):
             for plan in plans:
                 self._check_gan_weights(runner, plan, checkpoint)
@@ -149,7 +151,7 @@ class ResumeCheckHook(Hook):
             f'ResumeCheckHook: --resume from a checkpoint at iteration {done}, '
             f'but the stage plan ends at iteration {plan.total_iters} '
             f'({plan.describe()}): there is nothing left to train. Lengthen the plan '
-            f'(e.g. --cfg-options custom_hooks.0.stages.'
+            f'(e.g. --cfg-options train_cfg.stages.'
             f'{len(plan) - 1}.iters=N, or append a stage), or test '
             'the checkpoint with tools/test.py.')
 

@@ -5,7 +5,7 @@ keeps its averaged model)."""
 from mmengine.hooks import Hook
 
 from mmseg.registry import HOOKS
-from .runner_state import is_resuming, is_training, unwrap_model
+from ..runner.runner_state import is_resuming, is_training, unwrap_model
 
 CHECKPOINT_KEY = 'sign_teacher'
 

@@ -8,7 +8,7 @@ from mmengine.logging import print_log
 
 from mmseg.registry import HOOKS
 from ...utils.work_dir_lock import lock_work_dir
-from .runner_state import is_training
+from ..runner.runner_state import is_training
 
 
 @HOOKS.register_module()

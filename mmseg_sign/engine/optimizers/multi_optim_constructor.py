@@ -50,7 +50,7 @@ class ModuleGroupOptimWrapperConstructor:
     ``clip_grad``, ``paramwise_cfg``, ...) plus ``modules``: the dotted
     sub-module paths of the model whose trainable parameters it updates.
     Entries used by different stages may share parameters;
-    ``SIGNStageHook`` checks that the wrappers of one stage do not.
+    ``StagePlanTrainLoop`` checks that the wrappers of one stage do not.
     """
 
     def __init__(self, optim_wrapper_cfg: dict,

@@ -24,9 +24,10 @@ from .split_checks import SplitChecksMixin
 class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
     """Backbone → SIM neck → ``SIGNHead``, trained stage by stage.
 
-    ``SIGNStageHook`` sets :attr:`stage` from the iteration before every
-    iteration. The optimizer wrappers (built up front by
-    ``ModuleGroupOptimWrapperConstructor``) are:
+    The training loop (``StagePlanTrainLoop``, ``train_cfg.stages``) sets
+    :attr:`stage` from the iteration before every iteration. The optimizer
+    wrappers (built up front by ``ModuleGroupOptimWrapperConstructor``)
+    are:
 
     * ``segmentor`` (backbone, SIM, C), ``generator`` (G),
       ``discriminator`` (D): the ``train`` stage;
@@ -56,7 +57,7 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
                 'inheriting an mmseg model base).')
         self.stage = 'train'
         self.stage_cfg: dict = {}
-        self.stage_iter = 0  # iteration within the stage (SIGNStageHook)
+        self.stage_iter = 0  # iteration within the stage (set by the loop)
         self.teacher = None
         self._feature_hw = {}  # input (H, W) -> feature (h, w)
         self.compiled_modules = compile_modules(self, compile_cfg)

@@ -40,3 +40,18 @@ def unwrap_model(runner):
     """
     model = runner.model
     return model.module if is_model_wrapper(model) else model
+
+
+def stage_plan(runner):
+    """The SIGN stage plan of a training run.
+
+    Args:
+        runner (Runner): the runner, in ``runner.train()`` (its training
+            loop is built).
+
+    Returns:
+        StagePlan | None: ``runner.train_loop.plan`` (``StagePlanTrainLoop``,
+        which parsed ``train_cfg.stages``); ``None`` for a loop without
+        one (e.g. SPNet's ``IterBasedTrainLoop``).
+    """
+    return getattr(runner.train_loop, 'plan', None)
