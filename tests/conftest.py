@@ -6,7 +6,7 @@ import pytest
 @pytest.fixture(scope='session')
 def toy_root(tmp_path_factory):
     """A small toy dataset (VOC layout + class embeddings) on disk."""
-    from mmseg_sign.datasets.toy_data import make_toy_dataset
+    from mmseg_sign.analysis.toy_data import make_toy_dataset
     root = tmp_path_factory.mktemp('toy')
     make_toy_dataset(str(root), num_train=24, num_val=8, seed=0)
     return str(root)

@@ -11,7 +11,7 @@ import os
 import os.path as osp
 import shutil
 
-from mmseg_sign.datasets.toy_data import make_toy_dataset
+from mmseg_sign.analysis.toy_data import make_toy_dataset
 
 
 def parse_args(argv=None):

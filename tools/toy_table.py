@@ -72,14 +72,14 @@ from pathlib import Path
 from mmengine.config import Config
 
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
-from mmseg_sign.utils.stats import parse_seeds
-from mmseg_sign.utils.toy_markdown import (KEYS, comparison, table,
+from mmseg_sign.analysis.stats import parse_seeds
+from mmseg_sign.analysis.toy_markdown import (KEYS, comparison, table,
                                            table_by_data_seed)
-from mmseg_sign.utils.toy_results import adopt_finished_runs, read_results
-from mmseg_sign.utils.toy_table import (OWN_DATA, config_value, foreign_runs,
+from mmseg_sign.analysis.toy_results import adopt_finished_runs, read_results
+from mmseg_sign.analysis.toy_table import (OWN_DATA, config_value, foreign_runs,
                                         row_stem, run_dir_name, stage_ends,
                                         sweep_points, train_runs)
-from mmseg_sign.visualization.toy_report import draw_comparison, plot_sweep
+from mmseg_sign.analysis.toy_report import draw_comparison, plot_sweep
 
 
 def main():

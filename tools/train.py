@@ -25,7 +25,8 @@ import mmseg_sign  # noqa: F401
 from mmseg.registry import RUNNERS
 from mmseg_sign.engine.runner import check_config_run_length
 from mmseg_sign.engine.schedulers import check_param_scheduler
-from mmseg_sign.utils import enable_amp, use_gloo_without_cuda
+from mmseg_sign.engine import enable_amp
+from mmseg_sign.utils import use_gloo_without_cuda
 from mmseg_sign.utils.cli import (add_runner_args, merge_cfg_options,
                                   parse_runner_args)
 from mmseg_sign.utils.work_dir_lock import WorkDirLockedError, lock_work_dir

@@ -89,3 +89,30 @@ CAMVID_TO_COCOSTUFF = {
     'pedestrian': 'person',
     'bicyclist': 'bicycle',
 }
+
+# The built-in toy benchmark (mmseg_sign/analysis/toy_data.py makes it):
+# each class is a colour, a texture and a typical vertical position.
+#: Class -> (colour, texture, position). The classes form a code in which
+#: any two classes differ in at least two attributes (texture index =
+#: (colour index + position index) mod 4), so each unseen class is a new
+#: combination of values that seen classes show.
+TOY_ATTRIBUTES = {
+    'kite': ('red', 'plain', 'top'),
+    'flag': ('yellow', 'stripes', 'top'),
+    'leaf': ('green', 'dots', 'top'),
+    'brick': ('red', 'stripes', 'middle'),
+    'lamp': ('yellow', 'dots', 'middle'),
+    'hedge': ('green', 'checker', 'middle'),
+    'window': ('blue', 'plain', 'middle'),
+    'sand': ('yellow', 'checker', 'bottom'),
+    'grass': ('green', 'plain', 'bottom'),
+    'river': ('blue', 'stripes', 'bottom'),
+}
+
+TOY_CLASSES = tuple(TOY_ATTRIBUTES)
+
+TOY_UNSEEN = ('flag', 'hedge', 'river')
+
+TOY_PALETTE = [[220, 40, 40], [240, 220, 60], [40, 200, 60], [150, 30, 30],
+               [200, 160, 20], [20, 110, 40], [60, 110, 230],
+               [250, 240, 150], [130, 230, 120], [20, 40, 140]]

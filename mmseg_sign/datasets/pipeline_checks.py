@@ -7,6 +7,8 @@ import os.path as osp
 
 import mmengine.fileio as fileio
 
+from .transforms.zero_shot import checked_load_annotations
+
 
 def _swap_loaders(pipeline, dataset) -> list:
     """Put :class:`CheckedLoadAnnotations` in place of every mmseg
@@ -14,8 +16,6 @@ def _swap_loaders(pipeline, dataset) -> list:
     ...); refuse one whose ``reduce_zero_label`` contradicts the dataset's.
     Returns the label loaders."""
     from mmseg.datasets.transforms import LoadAnnotations
-
-    from .transforms.zero_shot import checked_load_annotations
     found = []
 
     def visit(container):

@@ -1,6 +1,6 @@
 """The built-in toy zero-shot dataset (``tools/make_toy_dataset.py``)."""
 from mmseg.registry import DATASETS
-from .toy_data import TOY_CLASSES, TOY_PALETTE, TOY_UNSEEN
+from .class_names import TOY_CLASSES, TOY_PALETTE, TOY_UNSEEN
 from .zero_shot import ZeroShotSegDataset
 
 

@@ -23,6 +23,10 @@ from ..structures.class_split import (ClassRefs, _as_list, resolve_class_refs,
                                       resolve_split, split_into_metainfo)
 from .pipeline_checks import (_draws_at_random, _image_size, _swap_loaders,
                               check_files_exist)
+from .transforms.zero_shot import (MaskUnseenClasses, check_label_values,
+                                   check_raw_label, present_values,
+                                   read_label_map, reduce_label)
+
 
 def _refuse_held_out_in_split(where: str, held_out: Sequence[str],
                               **split) -> None:
@@ -229,7 +233,6 @@ class ZeroShotMixin:
           on an evaluating dataset is an error (it would drop images from
           the evaluation).
         """
-        from .transforms.zero_shot import MaskUnseenClasses
         from mmseg.datasets.transforms import LoadAnnotations, PackSegInputs
         pipeline = getattr(self, 'pipeline', None)
         if pipeline is None:
@@ -313,7 +316,6 @@ class ZeroShotMixin:
         """
         from mmseg.datasets.transforms import LoadAnnotations
 
-        from .transforms.zero_shot import MaskUnseenClasses
         transforms = self.pipeline.transforms
         load = next((i for i, t in enumerate(transforms)
                      if isinstance(t, LoadAnnotations)), None)
@@ -345,9 +347,6 @@ class ZeroShotMixin:
     def _read_label(self, info: dict) -> np.ndarray:
         """The checked, reduced label map of a data info (as the pipeline's
         ``CheckedLoadAnnotations`` gives it)."""
-        from .transforms.zero_shot import (check_label_values,
-                                           check_raw_label, read_label_map,
-                                           reduce_label)
         path = info['seg_map_path']
         seg = read_label_map(path, getattr(self, 'backend_args', None))
         seg = check_raw_label(seg, path, _image_size(info, self))
@@ -365,7 +364,6 @@ class ZeroShotMixin:
             self._read_label(info)
 
     def _has_unseen_pixels(self, info: dict) -> bool:
-        from .transforms.zero_shot import present_values
         seg = self._read_label(info)
         return bool(np.isin(present_values(seg), self.unseen_class_ids).any())
 

@@ -21,6 +21,8 @@ import torch
 import torch.nn as nn
 from mmengine.config import Config
 
+from ..apis.inference import init_model_checked
+from ..engine.hooks.strict_checkpoint_hook import CheckpointMismatchError
 from ..utils.atomic import atomic_write
 
 OUTPUTS = ('logits', 'seg')
@@ -49,8 +51,6 @@ def load_model(config, checkpoint: str, cfg_options: Optional[dict] = None):
     """
     from mmengine.model import revert_sync_batchnorm
 
-    from ..apis.inference import init_model_checked
-    from ..engine.hooks.strict_checkpoint_hook import CheckpointMismatchError
 
     try:
         model = init_model_checked(config, checkpoint, 'cpu', cfg_options)

@@ -17,6 +17,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ..datasets import class_names
 from ..utils.safe_pickle import (RestrictedUnpickler, UnsafePickleError,
                                  numpy_array_globals)
 
@@ -155,7 +156,6 @@ def _check_dataset(dataset: str) -> str:
 
 
 def _project_classes(dataset: str) -> Tuple[str, ...]:
-    from mmseg_sign.datasets import class_names
     return dict(
         voc=class_names.VOC20_CLASSES,
         context=class_names.CONTEXT33_CLASSES,
@@ -168,8 +168,7 @@ def _project_classes(dataset: str) -> Tuple[str, ...]:
 def _aliases(dataset: str) -> dict:
     """Project class name -> CaGNet label name for ``dataset``."""
     if dataset == 'camvid':
-        from mmseg_sign.datasets.class_names import CAMVID_TO_COCOSTUFF
-        return CAMVID_TO_COCOSTUFF
+        return class_names.CAMVID_TO_COCOSTUFF
     return CAGNET_ALIASES
 
 

@@ -3,6 +3,7 @@ file, a synonyms file, a source spec (``tools/build_class_embeddings.py``,
 ``tools/add_classes.py``, :func:`mmseg_sign.apis.add_classes`)."""
 import json
 
+from ..datasets import class_names
 from .clip import CLIP_FORMAT
 
 DATASETS = ('voc', 'context', 'context59', 'cocostuff', 'toy')
@@ -17,7 +18,6 @@ def dataset_classes(name):
     Returns:
         list[str]: the classes.
     """
-    from ..datasets import class_names
     if name == 'voc':
         return class_names.VOC20_CLASSES
     if name == 'context':
@@ -28,8 +28,7 @@ def dataset_classes(name):
         from mmseg.datasets import PascalContextDataset59
         return PascalContextDataset59.METAINFO['classes']
     if name == 'toy':
-        from ..datasets.toy_data import TOY_CLASSES
-        return TOY_CLASSES
+        return class_names.TOY_CLASSES
     raise ValueError(f'Unknown dataset {name!r}')
 
 

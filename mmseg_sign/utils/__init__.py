@@ -1,4 +1,3 @@
-from .amp import convert_to_amp, enable_amp
 from .atomic import atomic_write
 from .dist import use_gloo_without_cuda
 from .checkpoint import (UnreadableCheckpointError, UnsafeCheckpointError,
@@ -6,7 +5,7 @@ from .checkpoint import (UnreadableCheckpointError, UnsafeCheckpointError,
                          register_checkpoint_safe_globals)
 
 __all__ = [
-    'atomic_write', 'enable_amp', 'convert_to_amp', 'checkpoint_safe_globals',
+    'atomic_write', 'checkpoint_safe_globals',
     'register_checkpoint_safe_globals', 'use_gloo_without_cuda',
     'load_checkpoint_file', 'UnreadableCheckpointError',
     'UnsafeCheckpointError'

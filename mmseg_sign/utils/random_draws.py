@@ -1,5 +1,5 @@
 """Random draws pinned to a CPU generator and moved to the caller's device:
-the parity harness's fixed draws (``mmseg_sign/utils/parity.py``) and
+the parity harness's fixed draws (``mmseg_sign/analysis/parity.py``) and
 ``CPURandomnessHook``'s CPU-drawn GPU runs (docs/gpu.md)."""
 import contextlib
 from typing import Iterator, Optional

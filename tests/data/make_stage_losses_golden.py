@@ -68,7 +68,7 @@ def run_stages(data_root: str, work_dir: str) -> list:
 
 if __name__ == '__main__':
     sys.path.insert(0, REPO)
-    from mmseg_sign.datasets.toy_data import make_toy_dataset
+    from mmseg_sign.analysis.toy_data import make_toy_dataset
     with tempfile.TemporaryDirectory() as tmp:
         data = osp.join(tmp, 'toy')
         make_toy_dataset(data, num_train=24, num_val=8, seed=0)

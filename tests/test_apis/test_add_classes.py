@@ -36,7 +36,7 @@ def test_held_out_dataset_voids_the_class(toy_root):
     """Labels of the held-out class become 255 and the later classes move
     down by one, against the raw label files."""
     from mmseg_sign.datasets import ZeroShotToyDataset
-    from mmseg_sign.datasets.toy_data import TOY_CLASSES
+    from mmseg_sign.datasets.class_names import TOY_CLASSES
     pipeline = [dict(type='LoadImageFromFile'), dict(type='LoadAnnotations')]
     kw = dict(data_root=toy_root, ann_file='ImageSets/Segmentation/val.txt',
               data_prefix=dict(img_path='JPEGImages',
@@ -166,7 +166,7 @@ def test_refit_data_masks_unseen_labels(toy_root, wrap):
     255 (against the raw label files), instead of the data being dropped
     for generated features only."""
     from mmseg_sign.apis.add_classes import real_batches
-    from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+    from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
     dataset = toy_train_set(toy_root)
     if wrap:
         dataset = dict(type='RepeatDataset', times=1, dataset=dataset)
@@ -202,7 +202,7 @@ PLAN = [('train', 300), ('transfer', 200), ('self_train', 100)]
 def trained(tmp_path_factory):
     """The toy model trained without 'river' (the shipped plan shrunk to
     300 + 200 + 100 iterations), in a workspace with the toy data."""
-    from mmseg_sign.datasets.toy_data import make_toy_dataset
+    from mmseg_sign.analysis.toy_data import make_toy_dataset
     ws = tmp_path_factory.mktemp('add_ws')
     make_toy_dataset(str(ws / 'data' / 'toy'), num_train=96, num_val=24,
                      seed=0)

@@ -14,7 +14,7 @@ from mmengine.config import Config
 
 from e2e_utils import REPO, last_metrics, toy_workspace
 
-from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
 from mmseg_sign.engine.hooks import ClassSplitHook
 from mmseg_sign.engine.hooks.strict_checkpoint_hook import (
     checkpoint_split_mismatch, checkpoint_unseen_classes)

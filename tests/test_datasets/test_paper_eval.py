@@ -199,7 +199,7 @@ def test_paper_eval_configs(name):
 def paper_eval_run(tmp_path_factory):
     """tools/test.py with the toy paper-eval config, on non-square toy
     images (72x96) and a randomly initialised SIGN checkpoint."""
-    from mmseg_sign.datasets.toy_data import make_toy_dataset
+    from mmseg_sign.analysis.toy_data import make_toy_dataset
     ws = tmp_path_factory.mktemp('paper_eval')
     root = ws / 'data' / 'toy'
     make_toy_dataset(str(root), num_train=2, num_val=10, val_size=(72, 96),
@@ -222,7 +222,7 @@ def paper_eval_run(tmp_path_factory):
 
 
 def test_tools_test_scores_at_feature_resolution(paper_eval_run):
-    from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+    from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
     ws, _, _, metrics, preds = paper_eval_run
     root = ws / 'data' / 'toy'
     ids = (root / 'ImageSets' / 'Segmentation' / 'val.txt').read_text(

@@ -11,10 +11,10 @@ import pytest
 from gensim.models import KeyedVectors
 from PIL import Image
 
-from mmseg_sign.datasets.toy_data import (TOY_ATTRIBUTE_VALUES,
-                                          TOY_ATTRIBUTES, TOY_CLASSES,
-                                          TOY_PALETTE, TOY_POSITIONS,
-                                          TOY_UNSEEN, make_toy_dataset,
+from mmseg_sign.datasets.class_names import (TOY_ATTRIBUTES, TOY_CLASSES,
+                                             TOY_PALETTE, TOY_UNSEEN)
+from mmseg_sign.analysis.toy_data import (TOY_ATTRIBUTE_VALUES, TOY_POSITIONS,
+                                          make_toy_dataset,
                                           toy_attribute_matrix)
 from mmseg_sign.embeddings import load_class_embeddings
 

@@ -18,7 +18,7 @@ from transformers import (CLIPConfig, CLIPModel, CLIPTextConfig,
                           CLIPTokenizer)
 
 from e2e_utils import load_tool, run_tool, short_plan, write_config
-from mmseg_sign.datasets.toy_data import TOY_CLASSES
+from mmseg_sign.datasets.class_names import TOY_CLASSES
 from mmseg_sign.embeddings import (DEFAULT_CLIP_TEMPLATES, CLIPTextEncoder,
                                    build_class_embeddings,
                                    clip_text_embeddings,

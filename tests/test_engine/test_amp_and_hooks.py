@@ -7,7 +7,7 @@ import torch
 from mmengine.config import Config
 
 from mmseg_sign.structures import StagePlan
-from mmseg_sign.utils import convert_to_amp
+from mmseg_sign.engine import convert_to_amp
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
@@ -27,7 +27,7 @@ def test_amp_keeps_the_configs_own_dtype():
     """Issue 34: `--amp` on a config whose wrapper says dtype='float16'
     keeps float16 (before: replaced by the device's default, bfloat16 on a
     CPU); an --amp-dtype against it is an error naming both."""
-    from mmseg_sign.utils import enable_amp
+    from mmseg_sign.engine import enable_amp
     cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
     cfg.optim_wrapper.generator.update(type='MixedPrecisionOptimWrapper',
                                        dtype='float16')

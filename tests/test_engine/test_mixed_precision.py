@@ -14,7 +14,7 @@ from mmseg_sign.engine.optim_wrappers import (MixedPrecisionOptimWrapper,
                                               check_amp_dtype)
 from mmseg_sign.engine.optim_wrappers.gradient_sync import \
     update_params
-from mmseg_sign.utils import convert_to_amp, enable_amp
+from mmseg_sign.engine import convert_to_amp, enable_amp
 from model_utils import batch, changed, tiny_model
 
 DTYPES = ('bfloat16', 'float16')

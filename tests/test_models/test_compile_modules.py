@@ -12,7 +12,7 @@ from mmengine.registry import init_default_scope
 from e2e_utils import REPO, run_tool
 from mmseg.registry import MODELS
 from mmseg_sign.models.segmentors.compile_modules import compile_modules
-from mmseg_sign.utils.parity import (compare, fixed_batch, fixed_weights,
+from mmseg_sign.analysis.parity import (compare, fixed_batch, fixed_weights,
                                      plan_steps, run_setting)
 
 TOY = f'{REPO}/configs/sign/sign_toy.py'

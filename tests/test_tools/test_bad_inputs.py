@@ -23,7 +23,7 @@ from PIL import Image
 
 from e2e_utils import REPO, run_tool, write_config
 from mmseg.registry import DATASETS
-from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
 
 SIGN = 'configs/sign/sign_toy.py'
 FCN = 'configs/baselines/fcn_r18-tiny_toy.py'

@@ -28,7 +28,7 @@ import torch
 
 from e2e_utils import REPO, mmseg_tool
 
-from mmseg_sign.datasets.toy_data import TOY_UNSEEN
+from mmseg_sign.datasets.class_names import TOY_UNSEEN
 
 # two train iterations, no validation, plain loaders: a checkpoint with
 # G, D, optimizers and the message hub, as every SIGN run writes

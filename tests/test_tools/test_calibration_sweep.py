@@ -164,7 +164,7 @@ def test_plot_tool_writes_png(tmp_path):
 def test_tools_test_end_to_end(tmp_path):
     from mmengine.config import Config
     from mmseg.registry import MODELS
-    from mmseg_sign.datasets.toy_data import make_toy_dataset
+    from mmseg_sign.analysis.toy_data import make_toy_dataset
     data = tmp_path / 'data' / 'toy'
     make_toy_dataset(str(data), num_train=4, num_val=4, seed=0)
     cfg_path = write_config(tmp_path / 'sign.py', 'configs/sign/sign_toy.py',

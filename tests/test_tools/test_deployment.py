@@ -66,7 +66,7 @@ def deploy(tmp_path_factory, toy_root):
         os.chdir(cwd)
     model.init_weights()
     head = model.decode_head
-    from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+    from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
     unseen = list(TOY_UNSEEN)
     head.set_class_split(unseen)
     model.cfg = cfg
@@ -210,7 +210,7 @@ def test_inference_apis_check_the_split(deploy):
     lets a deliberate cross-split study through."""
     from mmseg.apis import MMSegInferencer, init_model
 
-    from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+    from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
     ws, cfg_path, ckpt, *_ = deploy
     other = [c for c in TOY_CLASSES if c not in TOY_UNSEEN][:2]
     moved = write_config(

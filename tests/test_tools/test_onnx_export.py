@@ -57,8 +57,8 @@ def toy(tmp_path_factory):
     a checkpoint of the toy model after a short training."""
     from mmseg.registry import MODELS
 
-    from mmseg_sign.datasets.toy_data import (TOY_CLASSES, TOY_UNSEEN,
-                                              make_toy_dataset)
+    from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
+    from mmseg_sign.analysis.toy_data import make_toy_dataset
     ws = tmp_path_factory.mktemp('onnx_ws')
     make_toy_dataset(str(ws / 'data' / 'toy'), num_train=16, num_val=10,
                      val_size=VAL_SIZE, seed=0)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from e2e_utils import REPO, toy_workspace
-from mmseg_sign.utils.toy_results import read_results, record_run
+from mmseg_sign.analysis.toy_results import read_results, record_run
 
 TOY = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
 
@@ -195,7 +195,7 @@ def test_toy_table_knows_a_run_by_what_it_ran(tmp_path):
     matches (same file name from another folder, or other --cfg-options
     without --tag: refused before anything trains); a matching one is
     reused without training; --sweep and --rows are checked first."""
-    from mmseg_sign.utils.toy_results import run_key
+    from mmseg_sign.analysis.toy_results import run_key
     wd = tmp_path / 'w'
     wd.mkdir()
     results = wd / 'results.json'

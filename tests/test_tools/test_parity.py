@@ -1,4 +1,4 @@
-"""The CPU-vs-CUDA parity harness (mmseg_sign/utils/parity.py,
+"""The CPU-vs-CUDA parity harness (mmseg_sign/analysis/parity.py,
 tools/analysis/parity.py), checked on a CPU: the same setting twice in
 float64 agrees to 1e-6 on every loss and gradient of every stage of the
 shipped toy plan; float32 against float64 differs by rounding only; the
@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from e2e_utils import REPO, load_tool
-from mmseg_sign.utils.parity import (compare, parse_setting,
+from mmseg_sign.analysis.parity import (compare, parse_setting,
                                      pinned_randomness, plan_steps)
 
 TOY = f'{REPO}/configs/sign/sign_toy.py'
@@ -114,7 +114,7 @@ def test_settings_and_steps_are_checked():
 
 
 def test_operator_kinds_by_hand():
-    from mmseg_sign.utils.op_audit import kind_of
+    from mmseg_sign.analysis.op_audit import kind_of
     assert {op: kind_of(op) for op in [
         'randn_like', 'bernoulli_.float', '_unique2', 'topk', 'max.dim',
         'max', 'index_put_', 'upsample_nearest2d',
@@ -139,8 +139,8 @@ def test_train_step_operators(toy_root):
     backward, and the counts are those of a real forward + backward."""
     from mmengine.config import Config
     from mmengine.registry import init_default_scope
-    from mmseg_sign.utils.op_audit import kind_of, step_operators
-    from mmseg_sign.utils.parity import fixed_batch, fixed_weights
+    from mmseg_sign.analysis.op_audit import kind_of, step_operators
+    from mmseg_sign.analysis.parity import fixed_batch, fixed_weights
     cfg = Config.fromfile(TOY)
     cfg.merge_from_dict(dict(o.split('=', 1) for o in data_options(toy_root)))
     init_default_scope('mmseg')

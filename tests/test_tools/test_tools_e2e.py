@@ -202,7 +202,7 @@ def test_pseudo_label_quality_tool(workspace, sign_run):
     report = json.loads(report_path.read_text())
     root = workspace / 'data' / 'toy'
     names = (root / 'ImageSets/Segmentation/train.txt').read_text().split()
-    from mmseg_sign.datasets.toy_data import TOY_CLASSES, TOY_UNSEEN
+    from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
     unseen_ids = [TOY_CLASSES.index(c) for c in TOY_UNSEEN]
     on_unseen = void = 0
     for name in names:

@@ -7,7 +7,7 @@ import sys
 
 from e2e_utils import REPO, run_tool, write_config
 
-from mmseg_sign.utils.logs import logged_records
+from mmseg_sign.analysis.logs import logged_records
 
 # With seed 0, 200 + 200 iterations (the shipped alternating transfer, four
 # blocks of 25 on synthetic features) give about 0 unseen mIoU after
@@ -21,7 +21,7 @@ def val_history(work_dir):
 
 
 def test_transfer_beats_train_stage_on_unseen(tmp_path):
-    from mmseg_sign.datasets.toy_data import make_toy_dataset
+    from mmseg_sign.analysis.toy_data import make_toy_dataset
     make_toy_dataset(str(tmp_path / 'data' / 'toy'), num_train=64,
                      num_val=24, seed=0)
     cfg = write_config(tmp_path / 'short.py', 'configs/sign/sign_toy.py', """
@@ -79,7 +79,7 @@ def test_self_training_keeps_what_a_weak_teacher_gave(tmp_path):
     transfer) keeps at least 0.9 × its seen mIoU through self-training.
     The paper's AST candidates (every ignored pixel, mostly void here)
     are the control: with them the same run loses most of it."""
-    from mmseg_sign.datasets.toy_data import make_toy_dataset
+    from mmseg_sign.analysis.toy_data import make_toy_dataset
     make_toy_dataset(str(tmp_path / 'data' / 'toy'), seed=0)
     short = ['train_cfg.stages.0.iters=100',
              'train_cfg.stages.1.iters=50',
@@ -107,7 +107,7 @@ def test_count_iteration_by_hand():
     gradients), and every ATen call is counted."""
     import torch
 
-    from mmseg_sign.utils.op_audit import count_iteration
+    from mmseg_sign.analysis.op_audit import count_iteration
     lin = torch.nn.Linear(6, 5, bias=False)
     x = torch.randn(4, 6, requires_grad=True)
     calls, flops = count_iteration(lambda: lin(x).sum().backward())
@@ -123,7 +123,7 @@ def test_use_foreach_counts_what_a_gpu_launches():
     import torch
     from mmengine.optim import OptimWrapper, OptimWrapperDict
 
-    from mmseg_sign.utils.op_audit import count_iteration, use_foreach
+    from mmseg_sign.analysis.op_audit import count_iteration, use_foreach
 
     def setup():
         g = torch.Generator().manual_seed(0)

@@ -20,7 +20,7 @@ SHORT_PLAN = ['train_cfg.stages.0.iters=2',
 
 
 def test_table_is_mean_and_ci_of_the_chosen_runs():
-    from mmseg_sign.utils.toy_markdown import table, table_by_data_seed
+    from mmseg_sign.analysis.toy_markdown import table, table_by_data_seed
     def run(h):
         return dict(seconds=10, params=dict(sim=1234, model=56789),
                     transfer=dict(mIoU_seen=80.0, mIoU_unseen=h / 2, hIoU=h))
@@ -45,7 +45,7 @@ def test_table_is_mean_and_ci_of_the_chosen_runs():
 
 
 def test_compare_is_a_paired_difference_with_its_interval():
-    from mmseg_sign.utils.toy_markdown import comparison
+    from mmseg_sign.analysis.toy_markdown import comparison
     def run(h):
         return dict(self_train=dict(mIoU_seen=80.0, mIoU_unseen=h,
                                     hIoU=h))
@@ -72,7 +72,7 @@ def test_compare_is_a_paired_difference_with_its_interval():
 
 def test_param_counts_split_the_sim_from_the_inference_model(tmp_path):
     import torch
-    from mmseg_sign.utils.toy_table import param_counts
+    from mmseg_sign.analysis.toy_table import param_counts
     sizes = {'backbone.conv.weight': 10, 'neck.input_proj.conv.weight': 5,
              'neck.encoder.proj.weight': 3, 'neck.reparam.mu.weight': 4,
              'decode_head.generator.fc.weight': 7,
@@ -104,7 +104,7 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     run = results['sign_toy/5/0']
     assert set(run) == {'seconds', 'params', 'key', 'train', 'transfer',
                         'self_train'}
-    from mmseg_sign.utils.toy_results import run_key
+    from mmseg_sign.analysis.toy_results import run_key
     assert run['key'] == run_key(  # what it ran: the config + options
         osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), None, SHORT_PLAN)
     assert run['key'] != run_key(
@@ -184,7 +184,7 @@ pytestmark = pytest.mark.filterwarnings('ignore')
 
 
 def test_sweep_points_tag_every_value():
-    from mmseg_sign.utils.toy_table import config_value, sweep_points
+    from mmseg_sign.analysis.toy_table import config_value, sweep_points
     cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
     key = 'train_cfg.stages.2.temperature'
     assert config_value(cfg, key) == 0.2
@@ -295,8 +295,8 @@ def test_a_result_that_cannot_be_stored_is_not_lost(tmp_path, monkeypatch):
     limit's `[Errno 27] File too large`, a full disk): the run's result is
     kept beside it, the failure names both files, and the next command
     stores it without retraining."""
-    from mmseg_sign.utils import toy_table as tt
-    from mmseg_sign.utils.toy_results import RUN_RESULT, adopt_finished_runs
+    from mmseg_sign.analysis import toy_table as tt
+    from mmseg_sign.analysis.toy_results import RUN_RESULT, adopt_finished_runs
     wd = tmp_path / 'table'
     wd.mkdir()
     cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
@@ -320,7 +320,7 @@ def test_a_result_that_cannot_be_stored_is_not_lost(tmp_path, monkeypatch):
     stored = json.loads((wd / 'results.json').read_text())
     assert set(stored) == {'sign_toy+short/5/0'}
     run = stored['sign_toy+short/5/0']
-    from mmseg_sign.utils.toy_results import run_key
+    from mmseg_sign.analysis.toy_results import run_key
     assert run['key'] == run_key(cfg, None, SHORT_PLAN)
     assert set(run) >= {'train', 'transfer', 'self_train', 'seconds'}
     # once stored, it is not adopted again; a damaged file is skipped

@@ -1,11 +1,11 @@
-"""mmseg_sign/utils/stats.py: a toy number's 95 % confidence interval, the
+"""mmseg_sign/analysis/stats.py: a toy number's 95 % confidence interval, the
 paired difference of two settings, seed ranges; checked against values
 worked by hand from a printed t table."""
 import math
 
 import pytest
 
-from mmseg_sign.utils.stats import (mean_ci, paired_difference,
+from mmseg_sign.analysis.stats import (mean_ci, paired_difference,
                                     parse_seeds)
 
 

@@ -34,11 +34,11 @@ from mmengine.config import Config, DictAction
 import mmseg_sign  # noqa: F401
 from mmseg.utils import register_all_modules
 from mmseg_sign.engine.optim_wrappers import check_amp_dtype
-from mmseg_sign.utils.benchmark import (benchmark_models, measure_inference,
+from mmseg_sign.analysis.benchmark import (benchmark_models, measure_inference,
                                         measure_training, print_tables,
                                         random_batch)
 from mmseg_sign.utils.cli import merge_cfg_options
-from mmseg_sign.utils.op_audit import print_counts, use_foreach
+from mmseg_sign.analysis.op_audit import print_counts, use_foreach
 
 
 MIN_SIZE = 32  # smallest benchmark input: 4×4 features at output stride 8

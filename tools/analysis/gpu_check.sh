@@ -121,7 +121,7 @@ cp "$WORK/parity/parity.json" "$OUT/parity.json" 2>/dev/null
 opts=(); [ ${#PLAN[@]} -gt 0 ] && opts=(--cfg-options "${PLAN[@]}")
 T2=$WORK/toy; mkdir -p "$T2"
 [ -d "$T2/data0" ] || cp -r "$DATA" "$T2/data0"
-NSEEDS=$($PY -c "import sys; from mmseg_sign.utils.stats import parse_seeds
+NSEEDS=$($PY -c "import sys; from mmseg_sign.analysis.stats import parse_seeds
 print(sum(len(parse_seeds(a)) for a in sys.argv[1:]))" $SEEDS)
 GTAG=(); CTAG=(--tag cpu); C=sign_toy+cpu; S=sign_toy  # runs' names
 [ -n "$TAG" ] && { GTAG=(--tag smoke); CTAG=(--tag cpu-smoke);

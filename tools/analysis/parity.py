@@ -1,6 +1,6 @@
 """Compare every loss and gradient of every SIGN stage between two settings
 (device, dtype, TF32) on one fixed model and batch, every random draw
-pinned (mmseg_sign/utils/parity.py, docs/gpu.md).
+pinned (mmseg_sign/analysis/parity.py, docs/gpu.md).
 
     python tools/analysis/parity.py CONFIG [--checkpoint CKPT]
         [--settings cpu:float64 cuda:float32 cuda:float32:tf32]
@@ -23,7 +23,7 @@ from mmengine.registry import init_default_scope
 from mmseg_sign.structures import StagePlan
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
 from mmseg_sign.utils.cli import merge_cfg_options
-from mmseg_sign.utils.parity import (SETTING_HELP, compare, fixed_batch,
+from mmseg_sign.analysis.parity import (SETTING_HELP, compare, fixed_batch,
                                      fixed_weights, format_table,
                                      parse_setting, plan_steps, run_setting)
 
@@ -46,7 +46,7 @@ def parse_args(argv=None):
                         help='a row per parameter, not per module')
     parser.add_argument('--ops', action='store_true',
                         help='also list every ATen operator of each step, '
-                        'by kind (mmseg_sign/utils/op_audit.py)')
+                        'by kind (mmseg_sign/analysis/op_audit.py)')
     parser.add_argument('--out', help='write the rows as json')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     args = parser.parse_args(argv)
@@ -93,7 +93,7 @@ def main(argv=None):
     weights = fixed_weights(cfg, batch['metainfo'], args.checkpoint,
                             args.seed)
     if args.ops:
-        from mmseg_sign.utils.op_audit import audit_table, step_operators
+        from mmseg_sign.analysis.op_audit import audit_table, step_operators
         print('\n## Operators of one step (forward + backward, CPU)\n')
         print(audit_table(step_operators(cfg, weights, batch, steps,
                                          args.seed)))

@@ -15,7 +15,7 @@ from mmengine.config import Config
 
 import mmseg_sign  # noqa: F401
 from mmseg_sign.utils.device import check_device
-from mmseg_sign.visualization.toy_report import draw_predictions, plot_losses
+from mmseg_sign.analysis.toy_report import draw_predictions, plot_losses
 
 
 def main():

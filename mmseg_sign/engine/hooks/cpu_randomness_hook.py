@@ -3,6 +3,7 @@ run's weights and draws its numbers (docs/gpu.md)."""
 from mmengine.hooks import Hook
 
 from mmseg.registry import HOOKS
+from ...utils.random_draws import pinned_randomness
 from .random_sources_hook import on_cpu
 from ..runner.runner_state import unwrap_model
 
@@ -47,7 +48,6 @@ class CPURandomnessHook(Hook):
 
     def before_train(self, runner) -> None:
         if self.draws and self._pinned is None:
-            from mmseg_sign.utils.random_draws import pinned_randomness
             self._pinned = pinned_randomness(None, draw_dtype=None)
             self._pinned.__enter__()
 

@@ -14,6 +14,9 @@ from mmengine.hooks import Hook
 from mmengine.logging import print_log
 
 from mmseg.registry import HOOKS
+from ...datasets.transforms.zero_shot import (check_label_values,
+                                              check_raw_label, present_values,
+                                              read_label_map, reduce_label)
 from ..runner.runner_state import unwrap_model
 
 
@@ -48,10 +51,6 @@ def check_label_files(dataset) -> None:
     Raises:
         ValueError: naming the first bad file and its values.
     """
-    from mmseg_sign.datasets.transforms.zero_shot import (check_label_values,
-                                                          check_raw_label,
-                                                          read_label_map,
-                                                          reduce_label)
     classes = dataset.metainfo.get('classes') or ()
     for i in range(len(dataset)):
         info = dataset.get_data_info(i)
@@ -95,9 +94,6 @@ def check_raw_label_map(info: dict, num_classes: int,
     Raises:
         ValueError: naming the file and the fix.
     """
-    from mmseg_sign.datasets.transforms.zero_shot import (check_raw_label,
-                                                          present_values,
-                                                          read_label_map)
     path = info.get('seg_map_path')
     if not path:
         return

@@ -126,7 +126,7 @@ class MixedPrecisionOptimWrapper(AmpOptimWrapper):
 
     ``tools/train.py --amp [--amp-dtype float16|bfloat16]`` makes every
     optimizer wrapper of the config one of these
-    (:func:`mmseg_sign.utils.convert_to_amp`); a config that names
+    (:func:`mmseg_sign.engine.convert_to_amp`); a config that names
     ``type='AmpOptimWrapper'`` in ``ModuleGroupOptimWrapperConstructor``'s
     entries gets one too, so it also runs on a CPU.
 

@@ -40,6 +40,7 @@ from mmengine.optim import (AmpOptimWrapper, DefaultOptimWrapperConstructor,
 
 from mmseg.registry import (OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS,
                             OPTIMIZERS)
+from ..amp import AMP_TYPES, convert_wrappers
 
 
 @OPTIM_WRAPPER_CONSTRUCTORS.register_module()
@@ -126,7 +127,7 @@ def run_wrapper_type(optim_wrapper_cfg: dict) -> dict:
     """The entries of ``optim_wrapper_cfg`` after its own ``type``,
     ``dtype`` and ``loss_scale`` (the run's wrapper type) are applied:
     ``AmpOptimWrapper`` makes every entry mixed precision
-    (:func:`mmseg_sign.utils.amp.convert_wrappers`).
+    (:func:`mmseg_sign.engine.amp.convert_wrappers`).
 
     Args:
         optim_wrapper_cfg (dict): ``cfg.optim_wrapper`` without
@@ -139,7 +140,6 @@ def run_wrapper_type(optim_wrapper_cfg: dict) -> dict:
         ValueError: another ``type``, ``dtype`` / ``loss_scale`` without
             ``type='AmpOptimWrapper'``, or a ``dtype`` against an entry's.
     """
-    from mmseg_sign.utils.amp import AMP_TYPES, convert_wrappers
     run_type = optim_wrapper_cfg.pop('type', 'OptimWrapper')
     optim_wrapper_cfg.pop('_scope_', None)  # mmengine's, beside a `type`
     amp = {k: optim_wrapper_cfg.pop(k) for k in ('dtype', 'loss_scale')

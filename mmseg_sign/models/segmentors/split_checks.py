@@ -3,6 +3,8 @@ config of another split, and training batches that label unseen pixels,
 are refused."""
 import torch
 
+from ...datasets import dataset_metainfo_from_cfg
+
 
 class SplitChecksMixin:
     """For an mmseg ``EncoderDecoder`` whose head has ``unseen_mask`` and
@@ -35,7 +37,6 @@ class SplitChecksMixin:
         if config is None or config.get('allow_split_change', False) or \
                 not bool(unseen_mask.any()):
             return  # no config yet, or weights without a split
-        from mmseg_sign.datasets import dataset_metainfo_from_cfg
         for key in ('test_dataloader', 'val_dataloader'):
             loader = config.get(key) or {}
             meta = dataset_metainfo_from_cfg(loader.get('dataset'))

@@ -16,6 +16,7 @@ from ...engine.optim_wrappers.gradient_sync import update_params
 from ...engine.optim_wrappers.nan_guard import check_finite_update
 from ...structures.stage_plan import (STAGE_OPTIONS, stage_optim_wrappers,
                                       stage_options)
+from ..necks import SpatialInformationModule
 from .compile_modules import compile_modules
 from .split_checks import SplitChecksMixin
 
@@ -104,7 +105,6 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         ``logvar``, which inference does not use); the full
         :meth:`extract_feat` tuple in training mode or with a neck that
         has no ``features_only`` switch."""
-        from ..necks import SpatialInformationModule
         if self.training or not isinstance(self.neck,
                                            SpatialInformationModule):
             return self.extract_feat(inputs)

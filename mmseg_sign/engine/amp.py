@@ -4,6 +4,8 @@ from typing import Optional
 import torch
 from mmengine.config import Config
 
+from .optim_wrappers import check_amp_dtype
+
 AMP_WRAPPER = 'MixedPrecisionOptimWrapper'
 
 
@@ -62,7 +64,6 @@ def enable_amp(cfg: Config, dtype: Optional[str] = None,
     Returns:
         bool: whether a wrapper changed.
     """
-    from mmseg_sign.engine.optim_wrappers import check_amp_dtype
     device = device or training_device()
     for name, explicit in _explicit_dtypes(cfg).items():
         check_amp_dtype(device, explicit)  # the config's own, on this device

@@ -17,7 +17,8 @@ from mmseg.registry import (MODELS, OPTIM_WRAPPER_CONSTRUCTORS,
                             OPTIM_WRAPPERS)
 from mmseg.structures import SegDataSample
 from ..structures.stage_plan import StagePlan
-from .amp import wrapper_configs
+from ..embeddings import save_class_embeddings
+from ..engine.amp import wrapper_configs
 from .op_audit import count_iteration
 
 GIB = 2**30
@@ -156,7 +157,6 @@ def class_table(path, num_classes, dim):
     Returns:
         str: ``path``.
     """
-    from mmseg_sign.embeddings import save_class_embeddings
     names = [f'class{i}' for i in range(num_classes)]
     vectors = np.random.default_rng(0).normal(size=(num_classes, dim))
     save_class_embeddings(path, names, vectors.astype(np.float32))

@@ -20,7 +20,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from .random_draws import pinned_randomness
+from ..structures.stage_plan import stage_options
+from ..utils.random_draws import pinned_randomness
 
 SETTING_HELP = ('DEVICE:DTYPE[:tf32], e.g. cpu:float64, cuda:float32 '
                 '(TF32 off), cuda:float32:tf32 (PyTorch\'s default for '
@@ -76,7 +77,6 @@ def plan_steps(stages: Sequence[dict]) -> List[Tuple[str, str, dict, int]]:
     Returns:
         list: the steps, in plan order.
     """
-    from mmseg_sign.structures.stage_plan import stage_options
     steps = []
     for i, stage in enumerate(stages):
         opts = stage_options(i, dict(stage))

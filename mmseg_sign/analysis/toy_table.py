@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import torch
 from mmengine.config import Config
 
-from ..datasets.toy_data import make_toy_dataset
+from .toy_data import make_toy_dataset
 from ..structures.stage_plan import StagePlan
 from .logs import logged_records
 from .toy_markdown import KEYS

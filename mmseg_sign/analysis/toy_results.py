@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mmengine.config import Config, DictAction
 
-from .atomic import atomic_write
+from ..utils.atomic import atomic_write
 
 
 def run_key(cfg_path: str, amp_dtype=None, cfg_options=(),

@@ -21,6 +21,8 @@ import numpy as np
 from PIL import Image
 
 from .. import embeddings  # its builder needs gensim: looked up at use
+from ..datasets.class_names import (TOY_ATTRIBUTES, TOY_CLASSES,  # noqa: F401
+                                    TOY_PALETTE, TOY_UNSEEN)
 from ..embeddings.table import save_class_embeddings
 
 #: Values of each attribute, in one-hot order.
@@ -35,31 +37,6 @@ TOY_HUES = dict(red=0.0, yellow=55.0, green=120.0, blue=225.0)
 
 #: Typical vertical centre of objects, as a fraction of the image height.
 TOY_POSITIONS = dict(top=0.2, middle=0.5, bottom=0.8)
-
-#: Class -> (colour, texture, position). The classes form a code in which
-#: any two classes differ in at least two attributes (texture index =
-#: (colour index + position index) mod 4), so each unseen class is a new
-#: combination of values that seen classes show.
-TOY_ATTRIBUTES = {
-    'kite': ('red', 'plain', 'top'),
-    'flag': ('yellow', 'stripes', 'top'),
-    'leaf': ('green', 'dots', 'top'),
-    'brick': ('red', 'stripes', 'middle'),
-    'lamp': ('yellow', 'dots', 'middle'),
-    'hedge': ('green', 'checker', 'middle'),
-    'window': ('blue', 'plain', 'middle'),
-    'sand': ('yellow', 'checker', 'bottom'),
-    'grass': ('green', 'plain', 'bottom'),
-    'river': ('blue', 'stripes', 'bottom'),
-}
-
-TOY_CLASSES = tuple(TOY_ATTRIBUTES)
-
-TOY_UNSEEN = ('flag', 'hedge', 'river')
-
-TOY_PALETTE = [[220, 40, 40], [240, 220, 60], [40, 200, 60], [150, 30, 30],
-               [200, 160, 20], [20, 110, 40], [60, 110, 230],
-               [250, 240, 150], [130, 230, 120], [20, 40, 140]]
 
 #: Words written to the toy word-vector files besides the class names.
 TOY_FILLER_WORDS = ('the', 'of', 'and', 'a', 'object', 'shape', 'image',

@@ -12,6 +12,8 @@ from typing import Dict, Sequence
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .parity import placed_model, record_step
+
 #: (kind, what to check on a GPU, operator name prefixes)
 KINDS = [
     ('random', 'CUDA draws from its Philox generator: same distribution, '
@@ -84,20 +86,19 @@ def step_operators(cfg, state_dict: dict, batch: dict,
                    steps: Sequence[tuple], seed: int = 0
                    ) -> Dict[str, Counter]:
     """``{step label: Counter(operator: calls)}`` of one step of each of
-    ``steps`` (:func:`~mmseg_sign.utils.parity.plan_steps`) on the CPU in
+    ``steps`` (:func:`~mmseg_sign.analysis.parity.plan_steps`) on the CPU in
     float32, the optimizer steps recorded, not run.
 
     Args:
         cfg (Config): the run's config.
         state_dict (dict): the fixed weights.
-        batch (dict): :func:`~mmseg_sign.utils.parity.fixed_batch`'s.
+        batch (dict): :func:`~mmseg_sign.analysis.parity.fixed_batch`'s.
         steps (Sequence[tuple]): the steps.
         seed (int): the pinned draws' seed.
 
     Returns:
         dict: the counts per step.
     """
-    from .parity import placed_model, record_step
     model, wrappers, inputs, samples = placed_model(
         cfg, state_dict, batch, 'cpu', torch.float32)
     out = {}

@@ -1,2 +1,0 @@
-"""Pictures of runs (matplotlib, imported on use: not by ``import
-mmseg_sign``)."""
