@@ -1,5 +1,5 @@
 """Write ``tests/data/sign_head_golden.pth``: what SIGN models built by the
-code of the current commit compute, for ``tests/test_models/test_head_modules.py``.
+code of the current commit compute, for ``tests/test_e2e/test_sign_head_golden.py``.
 
 The committed file was made at commit 0f245bc, before G and D became
 registered modules of their own: the test checks that today's

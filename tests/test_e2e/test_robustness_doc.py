@@ -2,7 +2,7 @@
 (``test_bad_inputs.py``, ``test_bad_inputs_run.py``) with what it must
 give. Regenerate the tables after adding a case::
 
-    python tests/test_tools/test_robustness_doc.py
+    python tests/test_e2e/test_robustness_doc.py
 """
 import os.path as osp
 import re
@@ -47,7 +47,7 @@ def test_every_case_is_in_the_doc():
         doc = f.read()
     missing = [c.name for _, c in _cases() if f'`{c.name}`' not in doc]
     assert not missing, (f'{missing} are not in docs/robustness.md: run '
-                         'python tests/test_tools/test_robustness_doc.py')
+                         'python tests/test_e2e/test_robustness_doc.py')
 
 
 def test_every_test_the_doc_names_exists():

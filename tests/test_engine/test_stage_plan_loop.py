@@ -1,6 +1,11 @@
-"""The stage plan is checked before iteration 1, and a plan can grow: a
-run resumed after stages and their optimizers were added to the config
+"""The training loop that owns the stage plan
+(:mod:`mmseg_sign.engine.runner.stage_plan_loop`): it exposes the plan
+(``runner.train_loop.plan``), runs as long as it, follows it when the
+command line changes it, checks it before iteration 1, and a plan can grow:
+a run resumed after stages and their optimizers were added to the config
 continues (the new optimizer wrappers start fresh)."""
+import os.path as osp
+from types import SimpleNamespace
 
 import pytest
 
@@ -68,7 +73,6 @@ def test_transfer_needs_unseen_classes(embedding_table):
     """A head whose split has no unseen class cannot learn them (checked
     before iteration 1); a runner stand-in carries only what the check
     reads (the config and the resume flag)."""
-    from types import SimpleNamespace
 
     from mmengine.config import Config
 
@@ -208,7 +212,6 @@ def test_split_hook_refuses_a_transfer_plan_without_unseen_classes(
         embedding_table):
     """A training dataset whose metainfo has no split at all: the plan's
     transfer stage still needs unseen classes, before iteration 1."""
-    from types import SimpleNamespace
 
     from mmengine.config import Config
 
@@ -229,3 +232,47 @@ def test_split_hook_refuses_a_transfer_plan_without_unseen_classes(
     with pytest.raises(ValueError, match=r"stages \['transfer'\] learn "
                        'the unseen classes, but the split has none'):
         ClassSplitHook().before_train(runner)
+
+
+def test_stage_plan_loop_asks_for_its_companion_hooks():
+    """A config written from scratch with the loop alone: the run stops
+    before training and says which hooks to add."""
+    from mmseg_sign.engine.runner import StagePlanTrainLoop
+    runner = SimpleNamespace(hooks=[])
+    with pytest.raises(ValueError, match=r"sign_split=dict\(type="
+                       r"'ClassSplitHook'\).*sign_teacher=dict\(type="
+                       r"'SelfTrainingTeacherHook'\)"):
+        StagePlanTrainLoop._check_companion_hooks(runner)
+    from mmseg_sign.engine.hooks import (ClassSplitHook, ResumeCheckHook,
+                                         SelfTrainingTeacherHook)
+    runner.hooks += [ClassSplitHook(), ResumeCheckHook(),
+                     SelfTrainingTeacherHook()]
+    StagePlanTrainLoop._check_companion_hooks(runner)  # complete
+
+
+def test_the_loop_owns_the_plan(toy_root, tmp_path):
+    """``train_cfg.stages`` is parsed once, by the loop, which mmengine's
+    Runner builds from the shipped config: ``--cfg-options
+    train_cfg.stages.1.iters=50`` changes the transfer stage and the run's
+    length, and nothing else holds a plan."""
+    from mmengine.config import Config
+    from mmengine.runner import Runner
+
+    from e2e_utils import REPO
+    cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
+    cfg.merge_from_dict({'train_cfg.stages.1.iters': 50})
+    for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        cfg[loader].dataset.data_root = toy_root
+        cfg[loader].num_workers = 0
+        cfg[loader].persistent_workers = False
+    cfg.model.decode_head.class_embeddings = osp.join(
+        toy_root, 'class_embeddings.npz')
+    cfg.work_dir = str(tmp_path / 'wd')
+    assert 'stages' not in cfg and not any(
+        'stages' in h for h in cfg.custom_hooks)
+    runner = Runner.from_cfg(cfg)
+    plan = runner.train_loop.plan
+    assert plan.describe() == 'train 600 + transfer 50 + self_train 400'
+    assert runner.train_loop.max_iters == 1050
+    assert [s['name'] for s in plan] == ['train', 'transfer', 'self_train']
+    assert plan[1]['block_iters'] == 25  # the rest of the stage is kept

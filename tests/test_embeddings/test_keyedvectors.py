@@ -1,40 +1,37 @@
-"""Safe loading everywhere.
-
-- gensim ``.kv`` / ``.model`` / ``.wv`` files are read through an allow-list
-  (``load_keyedvectors``), never unpickled blindly: hostile files are
-  refused naming the file and the global, before anything runs; real gensim
-  files load exactly as gensim loads them.
-- unreadable class-embedding tables get the project's message naming the
-  file and the fix, from the loader and from ``SIGNHead``.
-- checkpoints written without ``mmseg_sign`` imported load safely through
-  mmengine; refused checkpoints never suggest ``weights_only=False``.
-"""
-import argparse
+"""gensim ``.kv`` / ``.model`` / ``.wv`` files are read through an
+allow-list (:mod:`mmseg_sign.embeddings.keyedvectors`,
+``load_keyedvectors``), never unpickled blindly: hostile files are refused
+naming the file and the global, before anything runs; real gensim files
+load exactly as gensim loads them. Unreadable class-embedding tables get
+the project's message naming the file and the fix, from the loader and from
+``SIGNHead``."""
 import os
 import os.path as osp
 import pickle
 import re
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from gensim.models import FastText, KeyedVectors, Word2Vec
-from mmengine.logging import HistoryBuffer
 
 from mmseg.registry import MODELS
 from mmseg_sign.embeddings import (UnsafePickleError, build_class_embeddings,
                                    load_class_embeddings, load_keyedvectors,
                                    load_word_vectors, read_class_embeddings,
                                    save_class_embeddings)
-from mmseg_sign.utils.checkpoint import UnsafeCheckpointError
 
 REPO = Path(__file__).resolve().parents[2]
+
+
 SYSTEM = f'{os.system.__module__}.system'  # posix.system on Linux
+
+
 CONVERT_HINT = "save_word2vec_format('vectors.bin', binary=True)"
+
+
 TABLE_TOOLS = ('tools/build_class_embeddings.py',
                'tools/dataset_converters/cagnet_word_vectors.py')
 
@@ -63,6 +60,86 @@ def small_kv(words=('cat', 'sky', 'wall'), dim=4, seed=0):
     kv.add_vectors(list(words), rng.standard_normal(
         (len(words), dim)).astype(np.float32))
     return kv
+
+
+# -------------------------------------------------- real gensim files load
+SENTENCES = [['cat', 'sky', 'wall', 'tree'], ['sky', 'tree', 'road']] * 10
+
+
+def _save(kind, path):
+    """Write a real gensim file; return gensim's own (trusted) loader."""
+    if kind == 'kv':
+        small_kv().save(path)
+    elif kind == 'kv_protocol2':
+        small_kv().save(path, pickle_protocol=2)
+    elif kind == 'kv_protocol0':
+        small_kv().save(path, pickle_protocol=0)
+    elif kind == 'kv_separate_arrays':
+        small_kv().save(path, sep_limit=0)
+    elif kind == 'kv_gz':
+        small_kv().save(path, sep_limit=0)  # arrays in a .npz next to it
+    elif kind in ('fasttext_kv', 'fasttext_model'):
+        model = FastText(SENTENCES, vector_size=4, min_count=1, workers=1,
+                         bucket=50, seed=0)
+        (model.wv if kind == 'fasttext_kv' else model).save(path)
+        if kind == 'fasttext_model':
+            return lambda p: FastText.load(p).wv
+    elif kind == 'word2vec_model':
+        Word2Vec(SENTENCES, vector_size=4, min_count=1, workers=1,
+                 seed=0).save(path)
+        return lambda p: Word2Vec.load(p).wv
+    return KeyedVectors.load
+
+
+# ------------------------------------------------ unreadable embedding tables
+def _write_bad_table(tmp_path, case):
+    """``(path, text the message must quote)`` for one unreadable table."""
+    path = tmp_path / 'emb.npz'
+    if case == 'none':
+        return None, 'None'
+    if case == 'missing':
+        return str(tmp_path / 'absent.npz'), str(tmp_path / 'absent.npz')
+    if case == 'directory':
+        path.mkdir()
+    elif case == 'empty':
+        path.write_bytes(b'')
+    elif case == 'text':
+        path.write_text('cat 0.1 0.2\nsky 0.3 0.4\n')
+    elif case == 'npy':
+        np.save(str(tmp_path / 'emb.npy'), np.ones((2, 3)))
+        os.replace(tmp_path / 'emb.npy', path)
+    elif case == 'pickle':
+        path.write_bytes(pickle.dumps({'classes': ['a'],
+                                       'embeddings': np.ones((1, 3))}))
+    elif case in ('truncated', 'damaged'):
+        save_class_embeddings(str(path), ['a', 'b', 'c'],
+                              np.eye(3, 4, dtype=np.float32))
+        data = bytearray(path.read_bytes())
+        if case == 'truncated':
+            data = data[:len(data) // 2]
+        else:  # a damaged header of the first member
+            data[40:60] = b'\xff' * 20
+        path.write_bytes(bytes(data))
+    elif case == 'object_array':
+        np.savez(str(path), classes=np.array(['a', 'b'], dtype=object),
+                 embeddings=np.ones((2, 3)))
+    elif case == 'no_keys':
+        np.savez(str(path), vectors=np.ones((2, 3)))
+    return str(path), str(path)
+
+
+BAD_TABLES = ['none', 'missing', 'directory', 'empty', 'text', 'npy',
+              'pickle', 'truncated', 'damaged', 'object_array', 'no_keys']
+
+
+def _assert_project_message(err, quoted):
+    message = str(err)
+    assert isinstance(err, (ValueError, FileNotFoundError)), repr(err)
+    assert quoted in message, message
+    for tool in TABLE_TOOLS:
+        assert tool in message, message
+    # not numpy's raw (and misleading) words
+    assert 'allow_pickle' not in message, message
 
 
 # ------------------------------------------------------ hostile gensim files
@@ -151,35 +228,6 @@ def test_tool_refuses_hostile_kv_cleanly(tmp_path):
     assert not sentinel.exists() and not out.exists()
 
 
-# -------------------------------------------------- real gensim files load
-SENTENCES = [['cat', 'sky', 'wall', 'tree'], ['sky', 'tree', 'road']] * 10
-
-
-def _save(kind, path):
-    """Write a real gensim file; return gensim's own (trusted) loader."""
-    if kind == 'kv':
-        small_kv().save(path)
-    elif kind == 'kv_protocol2':
-        small_kv().save(path, pickle_protocol=2)
-    elif kind == 'kv_protocol0':
-        small_kv().save(path, pickle_protocol=0)
-    elif kind == 'kv_separate_arrays':
-        small_kv().save(path, sep_limit=0)
-    elif kind == 'kv_gz':
-        small_kv().save(path, sep_limit=0)  # arrays in a .npz next to it
-    elif kind in ('fasttext_kv', 'fasttext_model'):
-        model = FastText(SENTENCES, vector_size=4, min_count=1, workers=1,
-                         bucket=50, seed=0)
-        (model.wv if kind == 'fasttext_kv' else model).save(path)
-        if kind == 'fasttext_model':
-            return lambda p: FastText.load(p).wv
-    elif kind == 'word2vec_model':
-        Word2Vec(SENTENCES, vector_size=4, min_count=1, workers=1,
-                 seed=0).save(path)
-        return lambda p: Word2Vec.load(p).wv
-    return KeyedVectors.load
-
-
 @pytest.mark.parametrize('kind,name', [
     ('kv', 'vectors.kv'),
     ('kv_protocol2', 'vectors.kv'),
@@ -213,57 +261,6 @@ def test_mmap_of_separate_arrays(tmp_path):
     vectors = load_word_vectors(path, mmap='r', show_progress=False)
     assert isinstance(vectors.vectors, np.memmap)
     np.testing.assert_array_equal(vectors.vectors, small_kv().vectors)
-
-
-# ------------------------------------------------ unreadable embedding tables
-def _write_bad_table(tmp_path, case):
-    """``(path, text the message must quote)`` for one unreadable table."""
-    path = tmp_path / 'emb.npz'
-    if case == 'none':
-        return None, 'None'
-    if case == 'missing':
-        return str(tmp_path / 'absent.npz'), str(tmp_path / 'absent.npz')
-    if case == 'directory':
-        path.mkdir()
-    elif case == 'empty':
-        path.write_bytes(b'')
-    elif case == 'text':
-        path.write_text('cat 0.1 0.2\nsky 0.3 0.4\n')
-    elif case == 'npy':
-        np.save(str(tmp_path / 'emb.npy'), np.ones((2, 3)))
-        os.replace(tmp_path / 'emb.npy', path)
-    elif case == 'pickle':
-        path.write_bytes(pickle.dumps({'classes': ['a'],
-                                       'embeddings': np.ones((1, 3))}))
-    elif case in ('truncated', 'damaged'):
-        save_class_embeddings(str(path), ['a', 'b', 'c'],
-                              np.eye(3, 4, dtype=np.float32))
-        data = bytearray(path.read_bytes())
-        if case == 'truncated':
-            data = data[:len(data) // 2]
-        else:  # a damaged header of the first member
-            data[40:60] = b'\xff' * 20
-        path.write_bytes(bytes(data))
-    elif case == 'object_array':
-        np.savez(str(path), classes=np.array(['a', 'b'], dtype=object),
-                 embeddings=np.ones((2, 3)))
-    elif case == 'no_keys':
-        np.savez(str(path), vectors=np.ones((2, 3)))
-    return str(path), str(path)
-
-
-BAD_TABLES = ['none', 'missing', 'directory', 'empty', 'text', 'npy',
-              'pickle', 'truncated', 'damaged', 'object_array', 'no_keys']
-
-
-def _assert_project_message(err, quoted):
-    message = str(err)
-    assert isinstance(err, (ValueError, FileNotFoundError)), repr(err)
-    assert quoted in message, message
-    for tool in TABLE_TOOLS:
-        assert tool in message, message
-    # not numpy's raw (and misleading) words
-    assert 'allow_pickle' not in message, message
 
 
 @pytest.mark.parametrize('case', BAD_TABLES)
@@ -304,97 +301,3 @@ def test_sign_head_reads_a_good_table(embedding_table):
     assert head.class_names == tuple(names)
     np.testing.assert_array_equal(head.class_embedding.numpy(),
                                   load_class_embeddings(path, names))
-
-
-# -------------------------------------------------------------- checkpoints
-WRITE_WITHOUT_MMSEG_SIGN = r'''
-import sys
-import torch
-from mmengine.logging import MessageHub
-from mmengine.runner.checkpoint import save_checkpoint
-assert 'mmseg_sign' not in sys.modules
-hub = MessageHub.get_instance('plain')
-for value in (4.0, 2.0, 3.0):
-    hub.update_scalar('train/loss', value)
-hub.update_info('iter', 3)
-model = torch.nn.Linear(3, 2)
-torch.manual_seed(0)
-torch.nn.init.normal_(model.weight)
-save_checkpoint(dict(meta=dict(iter=3), state_dict=model.state_dict(),
-                     message_hub=hub.state_dict()), sys.argv[1])
-torch.save(model.state_dict(), sys.argv[2])
-assert 'mmseg_sign' not in sys.modules
-'''
-
-
-def test_checkpoint_written_without_mmseg_sign_loads_safely(tmp_path):
-    """mmengine's ``HistoryBuffer`` pickles ``getattr(HistoryBuffer, 'min')``
-    when ``mmseg_sign`` (and its reducer) is not imported; such checkpoints
-    load with ``weights_only=True`` through every mmengine path."""
-    from mmengine.logging import MessageHub
-    from mmengine.runner import load_checkpoint
-    from mmengine.runner.checkpoint import (CheckpointLoader,
-                                            _load_checkpoint)
-    from mmseg_sign.utils.checkpoint import load_from_local
-
-    ckpt, weights = tmp_path / 'plain.pth', tmp_path / 'weights.pth'
-    subprocess.run([sys.executable, '-c', WRITE_WITHOUT_MMSEG_SIGN,
-                    str(ckpt), str(weights)], check=True, cwd=str(tmp_path))
-    with zipfile.ZipFile(ckpt) as archive:
-        data_pkl = next(n for n in archive.namelist()
-                        if n.endswith('data.pkl'))
-        assert b'getattr' in archive.read(data_pkl)  # the case under test
-
-    # the local loader of tools/test.py, --resume, load_from, init_model
-    assert CheckpointLoader._get_checkpoint_loader(str(ckpt)) \
-        is load_from_local
-    for load in (_load_checkpoint, lambda p: torch.load(p,
-                                                        weights_only=True)):
-        loaded = load(str(ckpt))
-        buffer = loaded['message_hub']['log_scalars']['train/loss']
-        assert isinstance(buffer, HistoryBuffer)
-        assert buffer.current() == 3.0 and buffer.mean() == 3.0
-        assert buffer.min() == 2.0 and buffer.max() == 4.0
-    hub = MessageHub.get_instance('resumed_plain_checkpoint')
-    hub.load_state_dict(loaded['message_hub'])
-    assert hub.get_info('iter') == 3
-    assert hub.get_scalar('train/loss').mean() == 3.0
-
-    model = torch.nn.Linear(3, 2)
-    load_checkpoint(model, str(ckpt), strict=True)  # as init_model does
-    expected = torch.load(str(weights), weights_only=True)
-    torch.testing.assert_close(model.weight, expected['weight'])
-
-
-class GetsAttribute:
-    """``getattr(HistoryBuffer, 'update')``: not a statistics method."""
-
-    def __reduce__(self):
-        return getattr, (HistoryBuffer, 'update')
-
-
-@pytest.mark.parametrize('payload,refused', [
-    ('system', f'{SYSTEM}'),
-    ('namespace', 'argparse.Namespace'),
-    ('getattr', "'update'"),
-])
-def test_refused_checkpoint_never_suggests_unsafe_loading(
-        tmp_path, payload, refused):
-    from mmengine.runner.checkpoint import _load_checkpoint
-    sentinel = tmp_path / 'SENTINEL'
-    obj = dict(system=RunsCommand(f'touch {sentinel}'),
-               namespace=argparse.Namespace(lr=0.1),
-               getattr=GetsAttribute())[payload]
-    path = tmp_path / 'evil.pth'
-    torch.save(dict(state_dict={'w': torch.ones(2)}, extra=obj), str(path))
-    with pytest.raises(UnsafeCheckpointError) as info:
-        _load_checkpoint(str(path))
-    assert isinstance(info.value, pickle.UnpicklingError)
-    message = str(info.value)
-    assert message.startswith(f'Cannot load the checkpoint {path} safely')
-    assert refused in message, message
-    assert 'weights_only=False' not in message
-    assert 'add_safe_globals' not in message
-    assert 'state_dict' in message  # the safe fix
-    assert info.value.__cause__ is None  # torch's advice is not chained
-    assert not sentinel.exists()

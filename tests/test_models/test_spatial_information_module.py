@@ -1,9 +1,15 @@
 """SpatialInformationModule: shapes and gradients of every architecture,
-and the latent path (F_x depends on z in training, z = mu in eval)."""
+the latent path (F_x depends on z in training, z = mu in eval), and
+CaGNet's variant without positional encoding."""
+import os.path as osp
+
 import pytest
 import torch
+from mmengine.config import Config
 
 from mmseg.registry import MODELS
+
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
 @pytest.mark.parametrize('arch', [
@@ -238,3 +244,29 @@ def test_released_gates_are_relu_sigmoid_without_bias():
     torch.testing.assert_close(logvar, torch.relu(module.logvar(fused)))
     assert ContextualReparameterization(6, 6, hidden=4).gates.bias \
         is not None
+
+
+def sim_latent(neck, x):
+    neck.eval()
+    with torch.no_grad():
+        return neck([x])[1]
+
+
+def test_cagnet_latent_has_no_positional_encoding():
+    """CaGNet's latent depends on the image only: a uniform feature map gives
+    a uniform latent away from the borders (zero padding), while SIGN's
+    RPE makes it vary from position to position."""
+    cagnet = Config.fromfile(osp.join(REPO, 'configs', 'baselines',
+                                      'cagnet_toy.py')).model.neck
+    sign = Config.fromfile(osp.join(REPO, 'configs', 'sign',
+                                    'sign_toy.py')).model.neck
+    assert (cagnet.arch, cagnet.pe_type) == ('attention', 'none')
+    x = torch.full((1, 128, 64, 64), 0.3)
+    torch.manual_seed(0)
+    neck = MODELS.build(cagnet)
+    assert neck.pe_channels == 0
+    inner = sim_latent(neck, x)[0, :, 28:36, 28:36]  # 28+ px from edges
+    torch.testing.assert_close(inner, inner[:, :1, :1].expand_as(inner))
+    torch.manual_seed(0)
+    with_pe = sim_latent(MODELS.build(sign), x)[0, :, 28:36, 28:36]
+    assert (with_pe - with_pe[:, :1, :1]).abs().max() > 1e-4

@@ -1,15 +1,67 @@
-"""The one home of the stage plan and of the class split: what every
-other place reads."""
-from types import SimpleNamespace
-
+"""The stage plan (:mod:`mmseg_sign.structures.stage_plan`): the one home
+of the stages, their options and defaults, each stage's optimizer wrappers
+and G / D parts; a config's plan is its training loop's
+(``train_cfg.stages``)."""
 import pytest
-import torch
 from mmengine.config import Config
 
 from e2e_utils import REPO
-from mmseg_sign.structures import (ClassSplit, StagePlan, gan_parts_used,
+from mmseg_sign.structures import (StagePlan, gan_parts_used,
                                    required_optim_wrappers,
                                    stage_optim_wrappers, stage_options)
+
+
+def test_stage_derivation_from_iteration():
+    plan = StagePlan([
+        dict(name='train', iters=3),
+        dict(name='transfer', iters=2, block_iters=1),
+        dict(name='self_train', iters=4, mode='AST')
+    ])
+    names = [plan[plan.index_at(i)]['name'] for i in range(10)]
+    assert names == ['train'] * 3 + ['transfer'] * 2 + ['self_train'] * 5
+    assert [plan.start(i) for i in range(3)] == [0, 3, 5]
+    assert plan.total_iters == 9
+    assert plan.describe() == 'train 3 + transfer 2 + self_train 4'
+
+
+@pytest.mark.parametrize('stages, message', [
+    ([], 'at least one stage'),
+    ([dict(name='pretrain', iters=3)], 'name must be one of'),
+    ([dict(name='train', iters=0)], 'positive integer'),
+    ([dict(name='train', iters=3, mode='x')],
+     r"stages\[0\] \(train\): unknown keys \['mode'\]"),
+    ([dict(name='train', iters=3), dict(name='transfer', iters=2,
+                                        mode='C-only')],
+     r"stages\[1\] \(transfer\): mode must be one of"),
+    ([dict(name='train', iters=3), dict(name='transfer', iters=2,
+                                        block_size=10)],
+     r"unknown keys \['block_size'\]; options: \['block_iters'"),
+    ([dict(name='self_train', iters=3, temperature=0)], 'temperature'),
+    # issue 34: a transfer that never reaches its second block (the
+    # default block_iters=100 with a 20-iteration transfer), a plan out of
+    # order
+    ([dict(name='train', iters=3), dict(name='transfer', iters=20)],
+     r'stages\[1\] \(transfer\): 20 iterations in alternating blocks of '
+     r'block_iters=100 never reach the second block.*block_iters=10'),
+    ([dict(name='train', iters=3), dict(name='self_train', iters=2),
+      dict(name='transfer', iters=4, block_iters=2)],
+     r'stages\[2\] \(transfer\) comes after stages\[1\] \(self_train\)'),
+    ([dict(name='self_train', iters=3, mode='ST_topk', top_k=0)], 'top_k'),
+])
+def test_stage_plan_errors(stages, message):
+    with pytest.raises(ValueError, match=message):
+        StagePlan(stages)
+
+
+def test_stage_plan_defaults_are_the_authors_recipe():
+    plan = StagePlan([dict(name='train', iters=3),
+                      dict(name='transfer', iters=200),
+                      dict(name='self_train', iters=2)])
+    assert plan[1] == dict(
+        name='transfer', iters=200, mode='alternate', block_iters=100,
+        real_weight=0.75, fake_weight=0.25, synth_weight=0.125)
+    assert plan[2]['mode'] == 'AST'
+    assert plan[2]['temperature'] == 2.0
 
 
 @pytest.mark.parametrize('stage, roles', [
@@ -79,33 +131,3 @@ def test_a_plan_in_custom_hooks_says_where_it_moved():
         StagePlan.from_config(old)
     with pytest.raises(ValueError, match='SIGNStageHook is gone'):
         HOOKS.build(dict(type='SIGNStageHook', stages=stages))
-
-
-def test_class_split_resolves_and_reads_checkpoints():
-    classes = ('a', 'b', 'c', 'd')
-    split = ClassSplit.resolve(classes, unseen=[3, 'b'])
-    assert split.unseen == ('b', 'd') and split.seen == ('a', 'c')
-    assert split.unseen_ids == [1, 3] and split.same_as(['d', 'b'])
-    mask = torch.tensor([False, True, False, True])
-    ckpt = dict(state_dict={'module.decode_head.unseen_mask': mask},
-                meta=dict(dataset_meta=dict(classes=classes)))
-    assert ClassSplit.from_checkpoint(ckpt) == split
-    assert ClassSplit.from_checkpoint(dict(state_dict={})) is None
-    with pytest.raises(ValueError, match='both seen and unseen'):
-        ClassSplit.resolve(classes, seen=['a', 'b'], unseen=['b'])
-
-
-def test_stage_plan_loop_asks_for_its_companion_hooks():
-    """A config written from scratch with the loop alone: the run stops
-    before training and says which hooks to add."""
-    from mmseg_sign.engine.runner import StagePlanTrainLoop
-    runner = SimpleNamespace(hooks=[])
-    with pytest.raises(ValueError, match=r"sign_split=dict\(type="
-                       r"'ClassSplitHook'\).*sign_teacher=dict\(type="
-                       r"'SelfTrainingTeacherHook'\)"):
-        StagePlanTrainLoop._check_companion_hooks(runner)
-    from mmseg_sign.engine.hooks import (ClassSplitHook, ResumeCheckHook,
-                                         SelfTrainingTeacherHook)
-    runner.hooks += [ClassSplitHook(), ResumeCheckHook(),
-                     SelfTrainingTeacherHook()]
-    StagePlanTrainLoop._check_companion_hooks(runner)  # complete
