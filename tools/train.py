@@ -29,7 +29,9 @@ from mmseg_sign.engine import enable_amp
 from mmseg_sign.utils import use_gloo_without_cuda
 from mmseg_sign.utils.cli import (add_runner_args, merge_cfg_options,
                                   parse_runner_args)
-from mmseg_sign.utils.work_dir_lock import WorkDirLockedError, lock_work_dir
+from mmseg_sign.utils.work_dir_lock import (WorkDirLockedError,
+                                           check_config_dump,
+                                           check_resume_source, lock_work_dir)
 
 
 def parse_args():
@@ -70,6 +72,13 @@ def main():
         check_param_scheduler(cfg)
     except ValueError as err:
         raise SystemExit(f'tools/train.py: error: {err}') from None
+    seed = (cfg.get('randomness') or {}).get('seed')
+    if seed is not None and (isinstance(seed, bool)
+                             or not isinstance(seed, int)):
+        raise SystemExit(
+            f'tools/train.py: error: randomness.seed={seed!r}: a seed is an '
+            'integer (e.g. --cfg-options randomness.seed=1), or None for a '
+            'random one.')
 
     # enable automatic-mixed-precision training
     if args.amp or args.amp_dtype:
@@ -90,14 +99,19 @@ def main():
         cfg.work_dir = osp.join('./work_dirs',
                                 osp.splitext(osp.basename(args.config))[0])
     try:  # one run per work dir, until this process exits
+        check_config_dump(args.config, cfg.work_dir)
         lock_work_dir(cfg.work_dir)
-    except WorkDirLockedError as err:
+    except (WorkDirLockedError, ValueError) as err:
         raise SystemExit(f'tools/train.py: error: {err}') from None
 
     use_gloo_without_cuda(cfg)
 
     # resume training
     cfg.resume = args.resume
+    try:
+        check_resume_source(cfg.work_dir, cfg.get('load_from'), cfg.resume)
+    except ValueError as err:
+        raise SystemExit(f'tools/train.py: error: {err}') from None
 
     # build the runner from config
     if 'runner_type' not in cfg:

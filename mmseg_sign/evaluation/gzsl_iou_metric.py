@@ -1,5 +1,6 @@
 """Generalized zero-shot IoU: seen / unseen / harmonic mIoU (the paper's
 Table 1: hIoU = 2·S·U / (S + U); see docs/reproduction.md)."""
+import inspect
 import json
 import logging
 import math
@@ -102,6 +103,15 @@ def check_calibration_sweep(sweep) -> Optional[list]:
     return [float(g) for g in values]
 
 
+#: the arguments mmseg's IoUMetric takes by name (its ``**kwargs`` are
+#: dropped, so a misspelled one would be ignored without a word)
+IOU_METRIC_ARGS = tuple(
+    name for name, p in inspect.signature(IoUMetric).parameters.items()
+    if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+GZSL_ARGS = ('seen_classes', 'unseen_classes', 'calibration_sweep',
+             'calibration_dir', 'bootstrap')
+
+
 @METRICS.register_module()
 class GZSLIoUMetric(IoUMetric):
     """IoU metric that also reports the seen / unseen / harmonic mIoU.
@@ -158,6 +168,12 @@ class GZSLIoUMetric(IoUMetric):
                  calibration_dir: Optional[str] = None,
                  bootstrap: int = 0,
                  **kwargs) -> None:
+        unknown = sorted(set(kwargs) - set(IOU_METRIC_ARGS))
+        if unknown:
+            raise ValueError(
+                f'GZSLIoUMetric: unknown arguments {unknown}; its own: '
+                f'{sorted(GZSL_ARGS)}, and mmseg IoUMetric\'s: '
+                f'{sorted(IOU_METRIC_ARGS)}.')
         if kwargs.setdefault('iou_metrics', ['mIoU']) != ['mIoU']:
             raise ValueError('GZSLIoUMetric computes IoU only; for Dice or '
                              'F-score add a separate IoUMetric.')

@@ -113,6 +113,11 @@ def resolve_split(classes: Sequence[str],
 
 
 _SPLIT_KEYS = ('seen_classes', 'unseen_classes')
+#: the ``metainfo`` keys a zero-shot dataset reads (mmseg's and the split);
+#: another one would be kept and never read, so a misspelled key
+#: (``unseen_class``) is an error
+METAINFO_KEYS = ('classes', 'palette', 'label_map', 'reduce_zero_label',
+                 *_SPLIT_KEYS, 'held_out_classes')
 
 
 def split_into_metainfo(metainfo: Optional[dict], where: str,
@@ -130,6 +135,12 @@ def split_into_metainfo(metainfo: Optional[dict], where: str,
         if it already holds a different value.
     """
     metainfo = copy.deepcopy(dict(metainfo)) if metainfo else {}
+    unknown = sorted(set(metainfo) - set(METAINFO_KEYS))
+    if unknown:
+        raise ValueError(
+            f'{where}: unknown metainfo keys {unknown}; a zero-shot '
+            f'dataset reads {list(METAINFO_KEYS)} (e.g. metainfo=dict('
+            "unseen_classes=['cat', 'sofa']).")
     for key in _SPLIT_KEYS:
         value = split.get(key)
         if value is None:

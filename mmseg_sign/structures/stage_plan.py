@@ -212,7 +212,8 @@ class StagePlan:
 
     def __init__(self, stages: Sequence[dict]):
         if not stages:
-            raise ValueError('train_cfg.stages: a SIGN stage plan needs at least one stage.')
+            raise ValueError('train_cfg.stages: a SIGN stage plan needs at '
+                             'least one stage.')
         self.stages: List[dict] = [
             stage_options(i, s) for i, s in enumerate(stages)]
         order = list(STAGE_OPTIONS)  # train, transfer, self_train

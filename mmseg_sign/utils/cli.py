@@ -1,6 +1,7 @@
 """Command-line arguments that ``tools/train.py`` and ``tools/test.py``
 share, as mmseg's own tools define them."""
 import argparse
+import difflib
 import os
 
 from mmengine.config import DictAction
@@ -63,8 +64,52 @@ def merge_cfg_options(cfg, options) -> None:
     """
     if not options:
         return
+    check_option_keys(cfg, options)
     cfg.merge_from_dict(options)
     custom = cfg.get('custom_imports')
     if custom and any(k.startswith('custom_imports') for k in options):
         from mmengine.utils import import_modules_from_strings
         import_modules_from_strings(**custom)
+
+
+#: top-level keys mmengine's Runner (``Runner.from_cfg``), mmseg's tools
+#: and this project read when a config does not set them
+RUNNER_KEYS = (
+    'model', 'work_dir', 'train_dataloader', 'val_dataloader',
+    'test_dataloader', 'train_cfg', 'val_cfg', 'test_cfg', 'auto_scale_lr',
+    'optim_wrapper', 'param_scheduler', 'val_evaluator', 'test_evaluator',
+    'default_hooks', 'custom_hooks', 'data_preprocessor', 'load_from',
+    'resume', 'launcher', 'env_cfg', 'log_processor', 'log_level',
+    'visualizer', 'default_scope', 'randomness', 'experiment_name',
+    'model_wrapper_cfg', 'compile', 'cfg', 'custom_imports',
+    'activation_checkpointing', 'efficient_conv_bn_eval', 'resource_limit',
+    'tta_model', 'tta_pipeline',
+    # this project's switches (docs/user_guide.md)
+    'allow_untrained_gan', 'allow_split_change')
+
+
+def check_option_keys(cfg, options) -> None:
+    """A ``--cfg-options`` key whose first part names nothing in the config
+    and nothing the Runner or this project reads would be written into the
+    config and never read: a misspelling (``alow_split_change=True``)
+    would then change nothing without a word.
+
+    Args:
+        cfg (Config): the loaded config.
+        options (dict): ``--cfg-options``.
+
+    Raises:
+        SystemExit: a usage error naming the key and the closest known
+        ones, as the tools' other argument errors.
+    """
+    known = set(cfg.keys()) | set(RUNNER_KEYS)
+    for key in options:
+        top = key.split('.', 1)[0]
+        if top in known:
+            continue
+        close = difflib.get_close_matches(top, sorted(known), n=3)
+        raise SystemExit(
+            f'error: --cfg-options {key}=...: the config has no {top!r} and '
+            'nothing reads it, so it would change nothing'
+            + (f'; did you mean {" / ".join(close)}?' if close else
+               '; check the spelling against the config.'))

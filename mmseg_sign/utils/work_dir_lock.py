@@ -18,10 +18,14 @@ killed run for a few seconds do not block its ``--resume``.
 """
 import atexit
 import fcntl
+import logging
 import os
 import os.path as osp
+import re
 import sys
 from typing import Optional
+
+from mmengine.logging import print_log
 
 LOCK_NAME = '.train.lock'
 
@@ -108,3 +112,136 @@ def unlock_work_dir(work_dir: str) -> None:
 def _release_all() -> None:
     for key in list(_held):
         unlock_work_dir(key)
+
+
+def config_dump_target(config_file: Optional[str], work_dir: str
+                       ) -> Optional[str]:
+    """The file mmengine's Runner writes the resolved config to
+    (``WORK_DIR/basename(config)``, in ``Runner.__init__``), if that is the
+    config file itself.
+
+    Args:
+        config_file (str, optional): the config a command was given.
+        work_dir (str): its work dir.
+
+    Returns:
+        str | None: the config's path where the dump would replace it.
+    """
+    if not config_file:
+        return None
+    target = osp.join(work_dir, osp.basename(config_file))
+    if osp.exists(target) and osp.samefile(target, config_file):
+        return config_file
+    return None
+
+
+def check_config_dump(config_file: Optional[str], work_dir: str) -> None:
+    """Refuse a work dir that holds the command's own config file: mmengine
+    writes the resolved config over it (its ``_base_`` and comments gone,
+    this run's options baked in).
+
+    Args:
+        config_file (str, optional): the config a command was given.
+        work_dir (str): its work dir.
+
+    Raises:
+        ValueError: naming the file and the fix.
+    """
+    target = config_dump_target(config_file, work_dir)
+    if target is not None:
+        raise ValueError(
+            f'the work dir {work_dir} holds the config {target} itself: '
+            "mmengine's Runner writes the resolved config to "
+            f'{osp.join(work_dir, osp.basename(target))}, which would replace '
+            'yours (its _base_ and comments gone). Give another --work-dir, '
+            'or keep the config outside the work dir.')
+
+
+#: the (work dir, load_from, resume) this process has checked: the tools
+#: check before building the Runner (a clean error), WorkDirLockHook again
+#: for every other entry point
+_resume_checked = set()
+
+
+def check_resume_source(work_dir: str, load_from: Optional[str],
+                        resume: bool) -> None:
+    """``--resume`` with a ``load_from`` outside the work dir, in a work
+    dir that holds checkpoints: mmengine resumes ``load_from`` (its rule)
+    and its next checkpoints replace the work dir's own ``iter_N.pth``.
+
+    mmengine's other rules are kept: ``--resume`` alone continues the work
+    dir's own run (``last_checkpoint``), and ``--resume`` with another run's
+    checkpoint into an empty work dir continues that run there (nothing of
+    the work dir's is overwritten).
+
+    Args:
+        work_dir (str): the run's work dir.
+        load_from (str, optional): ``cfg.load_from``.
+        resume (bool): ``cfg.resume``.
+
+    Raises:
+        ValueError: naming both and the fixes.
+    """
+    checked = (osp.realpath(work_dir), str(load_from), bool(resume))
+    if checked in _resume_checked:  # this process checked it already
+        return
+    _check_resume_source(work_dir, load_from, resume)
+    _resume_checked.add(checked)
+
+
+def _check_resume_source(work_dir: str, load_from: Optional[str],
+                         resume: bool) -> None:
+    if resume and not load_from:
+        check_last_checkpoint(work_dir)
+    if not resume or not load_from or '://' in str(load_from):
+        return
+    inside = osp.realpath(load_from).startswith(
+        osp.realpath(work_dir) + os.sep)
+    own = sorted(n for n in os.listdir(work_dir)
+                 if n.endswith('.pth')) if osp.isdir(work_dir) else []
+    if inside or not own:
+        return
+    raise ValueError(
+        f'--resume with load_from={load_from}, another run\'s checkpoint, '
+        f'in the work dir {work_dir}, which holds checkpoints of its own '
+        f'({", ".join(own[:3])}{", ..." if len(own) > 3 else ""}): mmengine '
+        'would resume load_from and write its next checkpoints over these. '
+        'To continue the work dir\'s own run, drop load_from (--resume alone '
+        'finds its last checkpoint); to continue the other run, give it an '
+        'empty --work-dir; to start a new run from those weights, drop '
+        '--resume.')
+
+
+def check_last_checkpoint(work_dir: str) -> None:
+    """``--resume`` alone: mmengine resumes the checkpoint that
+    ``WORK_DIR/last_checkpoint`` names. An empty or dangling one would fail
+    deep in mmengine (or resume nothing); a work dir without one trains from
+    iteration 0, which the log now says.
+
+    Args:
+        work_dir (str): the run's work dir.
+
+    Raises:
+        ValueError: ``last_checkpoint`` is empty or names a missing file.
+    """
+    path = osp.join(work_dir, 'last_checkpoint')
+    if not osp.isfile(path):
+        print_log(f'--resume: the work dir {work_dir} holds no checkpoint '
+                  '(no last_checkpoint): nothing to resume, the run starts '
+                  'at iteration 0.', logger='current',
+                  level=logging.WARNING)
+        return
+    with open(path) as f:
+        named = f.read().strip()
+    if not named or not osp.isfile(named):
+        found = sorted((n for n in os.listdir(work_dir) if n.endswith('.pth')),
+                       key=lambda n: [int(d) for d in re.findall(r'\d+', n)])
+        raise ValueError(
+            f'--resume: {path} '
+            + ('is empty' if not named else f'names {named}, which does not '
+               'exist') + ' (a run killed while writing it, or a moved work '
+            'dir). ' + ('Resume one of its checkpoints by name: --resume '
+                        '--cfg-options load_from='
+                        + osp.join(work_dir, found[-1]) if found else
+                        'The work dir holds no checkpoint: train without '
+                        '--resume.'))

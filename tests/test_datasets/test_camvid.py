@@ -130,6 +130,57 @@ def test_converter_refuses_bad_input(small_camvid, tmp_path, capsys):
 
 
 @needs_camvid
+def test_converter_guards_issue_41(small_camvid, tmp_path, capsys):
+    """Issue 41: a list line pairing image X with label Y is refused (it
+    was converted as written); --force never deletes a source that lies in
+    the output; a scale that leaves nothing to segment is refused; and a
+    conversion that fails midway (a truncated label) leaves the previous
+    data set as it was, never a half one."""
+    # 1. a list out of step
+    bad = tmp_path / 'shifted'
+    shutil.copytree(small_camvid, bad)
+    lines = (bad / 'val.txt').read_text().split('\n')
+    first, second = lines[0].split(), lines[1].split()
+    lines[0] = f'{first[0]} {second[1]}'
+    (bad / 'val.txt').write_text('\n'.join(lines))
+    with pytest.raises(SystemExit) as err:
+        converter.main([str(bad), str(tmp_path / 'o1')])
+    assert 'val.txt:1 pairs the image' in str(err.value)
+    assert 'out of step' in str(err.value)
+    # 2. the source inside the output, with --force
+    out = tmp_path / 'out2'
+    src = out / 'img_dir'
+    shutil.copytree(small_camvid, src)
+    before = sorted(p.name for p in src.rglob('*'))
+    with pytest.raises(SystemExit):
+        converter.main([str(src), str(out), '--force'])
+    assert 'lies inside the output' in capsys.readouterr().err
+    assert sorted(p.name for p in src.rglob('*')) == before
+    # 3. a scale with nothing left to segment
+    with pytest.raises(SystemExit) as err:
+        converter.main([str(small_camvid), str(tmp_path / 'o3'),
+                        '--scale', '0.001'])
+    assert 'below 32 pixels a side' in str(err.value)
+    assert '--scale >= 0.089' in str(err.value)
+    assert not (tmp_path / 'o3' / 'img_dir').exists()
+    # 4. a truncated label: the earlier conversion stays whole
+    out = tmp_path / 'out4'
+    converter.main([str(small_camvid), str(out)])
+    kept = {p: p.read_bytes() for p in out.rglob('*.png')}
+    broken = tmp_path / 'broken'
+    shutil.copytree(small_camvid, broken)
+    last = sorted(os.listdir(broken / 'valannot'))[-1]
+    data = (broken / 'valannot' / last).read_bytes()
+    (broken / 'valannot' / last).write_bytes(data[:len(data) // 2])
+    with pytest.raises(SystemExit) as err:
+        converter.main([str(broken), str(out), '--force'])
+    assert last in str(err.value) and 'nothing was written' in str(
+        err.value)
+    assert {p: p.read_bytes() for p in out.rglob('*.png')} == kept
+    assert sorted(os.listdir(out)) == ['ann_dir', 'img_dir']
+
+
+@needs_camvid
 def test_dataset_holds_out_pole_and_masks_unseen(converted, small_camvid):
     common = dict(data_root=str(converted))
     val = ZeroShotCamVidDataset(

@@ -264,3 +264,17 @@ def test_image_size_falls_back_only_for_unreadable_images(tmp_path):
     with pytest.raises(TypeError):
         _image_size(dict(img_path=str(good)), SimpleNamespace(
             backend_args='not a dict'))
+
+
+def test_a_misspelled_metainfo_key_is_an_error(voc_root):
+    """Issue 41: ``metainfo=dict(unseen_class=[...])`` was kept and never
+    read, so the default split trained without a word."""
+    with pytest.raises(ValueError, match=r"ZeroShotPascalVOCDataset: "
+                       r"unknown metainfo keys \['unseen_class'\]; a "
+                       r"zero-shot dataset reads \['classes', 'palette'"):
+        build_voc(voc_root, metainfo=dict(unseen_class=['sofa']))
+    ds = build_voc(voc_root, metainfo=dict(unseen_classes=['sofa']))
+    assert tuple(ds.metainfo['unseen_classes']) == ('sofa', )
+    # a built dataset's own metainfo is accepted back (as tools pass it on)
+    again = build_voc(voc_root, metainfo=ds.metainfo)
+    assert again.metainfo['unseen_classes'] == ds.metainfo['unseen_classes']

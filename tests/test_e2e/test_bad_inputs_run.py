@@ -354,6 +354,36 @@ def train_with_max_iters(ctx, case):
     return out
 
 
+def train_with_options(*options):
+
+    def action(ctx, case):
+        wd = ctx.fresh('wd_options')
+        out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd,
+                       '--cfg-options', *options)
+        case.after = lambda: os.listdir(wd) == []  # failed before the Runner
+        return out
+
+    return action
+
+
+def resume_in_empty_work_dir(ctx, case):
+    wd = ctx.fresh('wd_resume_empty')
+    out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd, '--resume')
+    case.after = lambda: osp.isfile(osp.join(wd, 'iter_2.pth'))
+    return out
+
+
+def resume_dangling_last_checkpoint(ctx, case):
+    wd = ctx.fresh('wd_dangling')
+    shutil.copy(ctx.ckpt, osp.join(wd, 'iter_2.pth'))
+    with open(osp.join(wd, 'last_checkpoint'), 'w') as f:
+        f.write(osp.join(wd, 'iter_9.pth'))
+    before = _sha(osp.join(wd, 'iter_2.pth'))
+    out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd, '--resume')
+    case.after = lambda: _sha(osp.join(wd, 'iter_2.pth')) == before
+    return out
+
+
 def train_with_max_iters_in_file(ctx, case):
     cfg = ctx.config('max_iters_file.py', 'train_cfg = dict(max_iters=5)')
     wd = ctx.fresh('wd_max_iters_file')
@@ -735,6 +765,26 @@ CASES = [
          r'train_cfg\.max_iters=10: the run\'s length is set by the SIGN '
          r'stage plan train_cfg\.stages \(train 2 = 2 iterations\).*'
          r'train_cfg\.stages\.0\.iters=N0'),
+    Case('val_interval_zero',
+         'tools/train.py sign_toy --cfg-options train_cfg.val_interval=0',
+         train_with_options('train_cfg.val_interval=0'),
+         r'train_cfg\.val_interval=0: validate every N iterations needs a '
+         r'positive integer N; to validate only at the stage ends'),
+    Case('seed_not_a_number',
+         'tools/train.py sign_toy --cfg-options randomness.seed=abc',
+         train_with_options('randomness.seed=abc'),
+         r"randomness\.seed='abc': a seed is an integer"),
+    Case('resume_in_an_empty_work_dir',
+         'tools/train.py --resume in a work dir that holds no checkpoint '
+         '(trains from 0, and says so)', resume_in_empty_work_dir,
+         r'--resume: the work dir .* holds no checkpoint \(no '
+         r'last_checkpoint\): nothing to resume, the run starts at '
+         r'iteration 0', ok=True),
+    Case('resume_dangling_last_checkpoint',
+         "tools/train.py --resume where last_checkpoint names a missing "
+         'file', resume_dangling_last_checkpoint,
+         r'--resume: .*last_checkpoint names .*iter_9\.pth, which does not '
+         r'exist .*load_from=.*iter_2\.pth'),
     Case('max_iters_in_the_config_file',
          "tools/train.py on a config with train_cfg = dict(max_iters=5)",
          train_with_max_iters_in_file,

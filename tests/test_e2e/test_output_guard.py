@@ -303,3 +303,69 @@ def test_analysis_device_checked_first(tmp_path, script):
     assert rc == 2, out
     assert "--device: device='cuda', but torch sees no GPU here" in out
     assert 'Traceback' not in out
+
+
+# ---- issue 41: what mmengine writes into a work dir
+SHORT_RUN = """
+train_cfg = dict(stages=[dict(name='train', iters=2)], val_interval=100)
+default_hooks = dict(checkpoint=dict(interval=2), logger=dict(interval=1))
+train_dataloader = dict(batch_size=2, num_workers=0, persistent_workers=False)
+val_dataloader = dict(num_workers=0, persistent_workers=False)
+test_dataloader = val_dataloader
+"""
+
+
+def short_config(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'_base_ = [{TOY!r}]\n# my comment\n{SHORT_RUN}')
+    return str(path)
+
+
+@pytest.mark.parametrize('name', ['train.py', 'test.py'])
+def test_a_work_dir_holding_the_config_is_refused(ws, name):
+    """mmengine's Runner writes the resolved config to WORK_DIR/NAME.py:
+    with the config itself in the work dir, its _base_ and comments were
+    replaced (rc 0)."""
+    wd = ws / f'wd_holds_{name[:-3]}'
+    cfg = short_config(wd / 'my_sign.py')
+    ckpt = ws / 'any.pth'
+    ckpt.write_bytes(b'not read')
+    args = [name, cfg] + ([str(ckpt)] if name == 'test.py' else []) + [
+        '--work-dir', str(wd)]
+    out = refused(args, ws, [cfg], f'the work dir {wd} holds the config '
+                  f'{cfg} itself')
+    assert 'Traceback' not in out
+
+
+def test_resume_from_another_runs_checkpoint_is_refused(ws):
+    """``--resume`` with load_from=OTHER resumed OTHER (mmengine's rule) and
+    wrote its checkpoints over the work dir's own ``iter_2.pth``; refused
+    when the work dir holds checkpoints, through this project's
+    tools/train.py and mmseg's own (the check is a hook's too)."""
+    from e2e_utils import run_tool
+    cfg = short_config(ws / 'cfgs' / 'short.py')
+    for wd in ('wd_own', 'wd_other'):
+        run_tool(['train.py', cfg, '--work-dir', str(ws / wd)], ws)
+    own = ws / 'wd_own' / 'iter_2.pth'
+    other = ws / 'wd_other' / 'iter_2.pth'
+    message = (f'--resume with load_from={other}, another run\'s '
+               f'checkpoint, in the work dir {ws / "wd_own"}, which holds '
+               'checkpoints of its own (iter_2.pth)')
+    refused(['train.py', cfg, '--work-dir', str(ws / 'wd_own'), '--resume',
+             '--cfg-options', f'load_from={other}'], ws, [own], message)
+    # mmseg's own tools/train.py: the same refusal from the hook
+    from e2e_utils import mmseg_tool
+    before = own.read_bytes()
+    env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
+    proc = subprocess.run(
+        [sys.executable, mmseg_tool('train.py'), cfg, '--work-dir',
+         str(ws / 'wd_own'), '--resume', '--cfg-options',
+         f'load_from={other}'], cwd=ws, env=env, capture_output=True,
+        text=True, timeout=300)
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+    assert own.read_bytes() == before
+    # kept: --resume alone continues the work dir's own run
+    out = run_tool(['train.py', cfg, '--work-dir', str(ws / 'wd_own'),
+                    '--resume', '--cfg-options',
+                    'train_cfg.stages.0.iters=3'], ws)
+    assert 'resumed epoch: 0, iter: 2' in out

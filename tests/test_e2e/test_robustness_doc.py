@@ -38,7 +38,7 @@ def table() -> str:
         happens = 'correct behaviour' if getattr(case, 'ok', False) or \
             not expect else f'error: “{_plain(expect)}”'
         lines.append(f'| `{case.name}` | {case.does.replace("|", "/")} | '
-                     f'{happens} | `tests/test_tools/{module}` |')
+                     f'{happens} | `tests/test_e2e/{module}` |')
     return '\n'.join(lines)
 
 

@@ -122,3 +122,15 @@ def test_split_errors_are_clear():
         metric.split_mask()
     with pytest.raises(ValueError, match='IoU only'):
         GZSLIoUMetric(iou_metrics=['mDice'])
+
+
+def test_a_misspelled_argument_is_an_error():
+    """Issue 41: mmseg's IoUMetric drops unknown ``**kwargs``, so
+    ``calibraton_sweep=[...]`` gave no sweep and no word."""
+    with pytest.raises(ValueError, match=r"unknown arguments "
+                       r"\['calibraton_sweep'\]; its own: \['bootstrap', "
+                       r"'calibration_dir', 'calibration_sweep'"):
+        GZSLIoUMetric(calibraton_sweep=[0.0, 1.0])
+    metric = GZSLIoUMetric(calibration_sweep=[0.0, 1.0], nan_to_num=0,
+                           prefix='gzsl')  # IoUMetric's own, by name
+    assert metric.prefix == 'gzsl' and metric.nan_to_num == 0

@@ -101,3 +101,14 @@ def test_compiled_run_through_train_py(toy_root, tmp_path):
     cfg = Config.fromfile(TOY).model
     cfg.decode_head.class_embeddings = f'{toy_root}/class_embeddings.npz'
     MODELS.build(cfg).load_state_dict(state, strict=True)
+
+
+def test_one_module_named_as_a_string(toy_cfg):
+    """Issue 41: ``compile_cfg.modules='decode_head.generator'`` (as
+    ``--cfg-options`` gives one name) was read as its characters ('d', 'e',
+    ...) and refused as "no sub-module 'd'"; it is that one module."""
+    cfg = copy.deepcopy(toy_cfg.model)
+    cfg.compile_cfg = dict(modules='decode_head.generator',
+                           backend='aot_eager')
+    model = MODELS.build(cfg)
+    assert model.compiled_modules == ['decode_head.generator']

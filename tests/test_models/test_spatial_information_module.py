@@ -270,3 +270,39 @@ def test_cagnet_latent_has_no_positional_encoding():
     torch.manual_seed(0)
     with_pe = sim_latent(MODELS.build(sign), x)[0, :, 28:36, 28:36]
     assert (with_pe - with_pe[:, :1, :1]).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize('arch, encoder_cfg, message', [
+    # a misspelled option of the variant
+    ('multihead_self_attention', dict(ffn_ratoi=4.0),
+     r"unknown keys \['ffn_ratoi'\] for arch='multihead_self_attention'; "
+     r"its options: \['ffn_ratio', 'dropout', 'pad_heads', 'key_pool'\]"),
+    # an option of another variant
+    ('attention', dict(dropout=0.1),
+     r"unknown keys \['dropout'\] for arch='attention'; its options: "
+     r"\['dilations'\]"),
+    ('multihead_self_attention', dict(num_heads=2),
+     r"the heads are the SIM's own num_heads"),
+    # nothing to pool without attention
+    ('conv', dict(key_pool=2), r"arch='conv' has no attention"),
+    ('attention', dict(key_pool=2), r"arch='attention' has no attention"),
+])
+def test_a_setting_the_encoder_would_not_use_is_an_error(arch, encoder_cfg,
+                                                         message):
+    """Issue 41: the encoders took ``**kwargs`` and dropped what they did
+    not know (a misspelled ``encoder_cfg`` key, ``key_pool`` on the conv
+    and attention variants) without a word."""
+    with pytest.raises(ValueError, match=message):
+        MODELS.build(dict(
+            type='SIM', in_channels=6, channels=8, arch=arch, num_heads=2,
+            latent_channels=8, latent_hidden=4, dilations=(1, 2),
+            encoder_cfg=encoder_cfg))
+    # the same variant with a setting it has builds
+    good = dict(conv={}, attention=dict(dilations=(1, 2)),
+                multihead_self_attention=dict(ffn_ratio=4.0, key_pool=2))
+    sim = MODELS.build(dict(
+        type='SIM', in_channels=6, channels=8, arch=arch, num_heads=2,
+        latent_channels=8, latent_hidden=4, dilations=(1, 2),
+        encoder_cfg=good[arch]))
+    if arch == 'multihead_self_attention':
+        assert (sim.encoder.num_heads, sim.encoder.key_pool) == (2, 2)

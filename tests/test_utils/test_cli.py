@@ -1,7 +1,8 @@
-"""Issue 34: a module added by ``--cfg-options custom_imports.imports=...``
-is imported (mmengine imports a config's ``custom_imports`` only when the
-file is read: such a module was written into the dumped config and never
-imported, its hooks and models silently absent)."""
+"""The tools' shared command line (:mod:`mmseg_sign.utils.cli`), through
+the tools: a module added by ``--cfg-options custom_imports.imports=...``
+is imported (issue 34: mmengine imports a config's ``custom_imports`` only
+when the file is read), and a ``--cfg-options`` key that names nothing is
+refused (issue 41)."""
 import os
 import os.path as osp
 import subprocess
@@ -56,3 +57,26 @@ def test_zs3net_with_a_discriminator_no_wrapper_steps_is_refused(tmp_path):
         build_optim_wrapper(model, cfg.optim_wrapper)
     cfg.model.decode_head.adversarial = False  # the shipped config
     build_optim_wrapper(MODELS.build(cfg.model), cfg.optim_wrapper)
+
+
+@pytest.mark.parametrize('tool', ['train.py', 'test.py'])
+def test_a_cfg_options_key_that_names_nothing_is_refused(tmp_path, tool):
+    """Issue 41: a misspelled top-level key (``alow_split_change=True``) was
+    added to the config and read by nothing; the tools now stop before
+    anything runs, naming the closest keys."""
+    ckpt = tmp_path / 'empty.pth'
+    ckpt.write_bytes(b'')
+    args = [TOY] + ([str(ckpt)] if tool == 'test.py' else []) + [
+        '--work-dir', str(tmp_path / 'wd'), '--cfg-options',
+        'alow_split_change=True']
+    env = dict(os.environ, OMP_NUM_THREADS='1', PYTHONWARNINGS='ignore')
+    proc = subprocess.run([sys.executable, osp.join(REPO, 'tools', tool),
+                           *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "error: --cfg-options alow_split_change=...: the config has no " \
+        "'alow_split_change' and nothing reads it" in out, out[-2000:]
+    assert 'did you mean allow_split_change' in out
+    assert 'Traceback' not in out
+    assert not (tmp_path / 'wd').exists()  # nothing ran

@@ -57,6 +57,27 @@ mkdir -p "$OUT" "$WORK"
 WORK=$(cd "$WORK" && pwd); OUT=$(cd "$OUT" && pwd)
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 limit() { local l=$(( $(left) - ${1:-20} )); echo $(( l > 10 ? l : 10 )); }
+# Every step runs under `timeout`, which puts itself and the step in a
+# process group of their own: a signal to this script would not reach
+# them. So each one is remembered and stopped with the script (timeout
+# passes the signal on to its whole group: toy_table's training runs
+# too), and a step in the foreground is waited for with `wait`, which a
+# signal interrupts (a foreground command would delay the trap).
+PIDS=()
+bounded() {  # bounded SECONDS COMMAND...: timeout, stopped with the script
+  timeout "$@" & PIDS+=($!); wait $!
+}
+stop_steps() {
+  local p; for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+}
+trap 'stop_steps; exit 143' INT TERM
+trap stop_steps EXIT
+if [ ! -f "$DATA/class_embeddings.npz" ]; then
+  echo "error: DATA=$DATA holds no toy data (class_embeddings.npz); make" \
+    "it on a machine with gensim: python tools/make_toy_dataset.py --out" \
+    "$DATA --val-size 96 96 --seed 0" | tee -a "$OUT/steps.txt" >&2
+  exit 1
+fi
 step() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/steps.txt"; }
 
 # ---------------------------------------------------------------- 0. install
@@ -106,7 +127,7 @@ DATA_OPTS=(model.decode_head.class_embeddings=$D0/class_embeddings.npz
            train_dataloader.dataset.data_root=$D0
            val_dataloader.dataset.data_root=$D0
            test_dataloader.dataset.data_root=$D0)
-OMP_NUM_THREADS=4 timeout 150 $PY tools/analysis/parity.py $TOY \
+OMP_NUM_THREADS=4 bounded 150 $PY tools/analysis/parity.py $TOY \
   --settings "${SETTINGS[@]}" --out "$WORK/parity/parity.json" \
   --cfg-options "${DATA_OPTS[@]}" > "$OUT/parity.md" 2> "$WORK/parity.log"
 step "parity rc=$?"
@@ -130,10 +151,12 @@ if [ "$GPU" = 1 ]; then
   OMP_NUM_THREADS=1 timeout $(limit 30) $PY tools/toy_table.py $TOY \
     --seeds $SEEDS --data-seeds 0 --jobs $NSEEDS "${opts[@]}" \
     "${GTAG[@]}" --work-dir "$T2" > "$WORK/toy_gpu.log" 2>&1 &
+  PIDS+=($!)
 fi
 CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 timeout $(limit 30) $PY \
   tools/toy_table.py $TOY --seeds $SEEDS --data-seeds 0 --jobs $NSEEDS \
   "${opts[@]}" "${CTAG[@]}" --work-dir "$T2" > "$WORK/toy_cpu.log" 2>&1 &
+PIDS+=($!)
 step "toy: GPU and CPU started"
 wait
 step "toy: GPU and CPU done"
@@ -154,7 +177,7 @@ cp "$T2/results.json" "$OUT/toy.json" 2>/dev/null
 for P in ${PRECISIONS:-}; do
   [ "$GPU" = 1 ] || break
   [ "$(left)" -lt 200 ] && { step "no time left for the toy in $P"; break; }
-  OMP_NUM_THREADS=1 timeout $(limit 30) $PY tools/toy_table.py $TOY \
+  OMP_NUM_THREADS=1 bounded $(limit 30) $PY tools/toy_table.py $TOY \
     --amp-dtype $P --seeds $SEEDS --data-seeds 0 --jobs $NSEEDS \
     "${opts[@]}" "${GTAG[@]}" --work-dir "$T2" \
     --out "$OUT/toy_$P.md" > "$WORK/toy_$P.log" 2>&1
@@ -166,7 +189,7 @@ for P in float32 float16 bfloat16; do
   [ -s "$OUT/bench_$P.md" ] && continue
   [ "$(left)" -lt 90 ] && { step "no time left for bench $P"; break; }
   amp=(); [ $P != float32 ] && amp=(--amp-dtype $P)
-  OMP_NUM_THREADS=8 timeout $(limit 10) $PY tools/analysis/benchmark.py \
+  OMP_NUM_THREADS=8 bounded $(limit 10) $PY tools/analysis/benchmark.py \
     "${BENCH[@]}" --device $DEV "${amp[@]}" > "$WORK/bench_$P.log" 2>&1
   step "bench $P rc=$?"
   grep -E '^(torch|\|)' "$WORK/bench_$P.log" > "$OUT/bench_$P.md"

@@ -34,6 +34,12 @@ from mmseg_sign.utils.atomic import check_output_dir
 
 SPLITS = ('train', 'val', 'test')
 VOID = 11  # the tutorial's void / unlabelled id
+#: the smallest side a converted photograph may have: the tiny backbone's
+#: output stride 8 leaves a 4×4 map, the least its SIM and ASPP can use
+MIN_SIDE = 32
+#: where a conversion writes before it is complete (renamed into place at
+#: the end, so a killed conversion leaves no half data set)
+PARTIAL = '.camvid-partial'
 
 
 def split_pairs(src: str, split: str) -> list:
@@ -63,6 +69,13 @@ def split_pairs(src: str, split: str) -> list:
                                  f'LABEL", got {line.rstrip()!r}')
             image = osp.join(src, split, osp.basename(parts[0]))
             label = osp.join(src, f'{split}annot', osp.basename(parts[1]))
+            names = [osp.splitext(osp.basename(p))[0] for p in parts]
+            if names[0] != names[1]:
+                raise ValueError(
+                    f'{list_file}:{lineno} pairs the image {names[0]} with '
+                    f'the label {names[1]}: the list is out of step (a '
+                    'photograph would be trained on another one\'s labels); '
+                    'each line names one photograph and its label map.')
             for path in (image, label):
                 if not osp.isfile(path):
                     raise ValueError(f'{list_file}:{lineno} lists '
@@ -139,7 +152,14 @@ def parse_args(argv=None):
                          'data/camvid')
     except ValueError as err:
         parser.error(str(err))
-    held = sorted(os.listdir(args.out)) if osp.isdir(args.out) else []
+    src, out = osp.realpath(args.src), osp.realpath(args.out)
+    if (src + os.sep).startswith(out + os.sep):
+        parser.error(f'the CamVid folder {args.src} lies inside the output '
+                     f'{args.out}, whose img_dir / ann_dir a conversion '
+                     '(--force) replaces: the photographs would be deleted. '
+                     'Give an output folder outside the CamVid folder.')
+    held = sorted(n for n in os.listdir(args.out) if n != PARTIAL) \
+        if osp.isdir(args.out) else []
     if held and not args.force:
         parser.error(f'{args.out} is not empty ({", ".join(held[:5])}): '
                      'the new files would be mixed with what is there. '
@@ -157,19 +177,41 @@ def main(argv=None):
         sys.exit(f'error: {args.src} has no train.txt / val.txt listing '
                  'pairs (the SegNet tutorial layout: train/, trainannot/, '
                  'train.txt, val/, valannot/, val.txt).')
-    for sub in ('img_dir', 'ann_dir'):
-        shutil.rmtree(osp.join(args.out, sub), ignore_errors=True)
+    with Image.open(splits['train'][0][0]) as first:
+        size = scaled_size(first.size, args.scale)
+    if min(size) < MIN_SIDE:
+        sys.exit(f'error: --scale {args.scale} makes the {first.size[0]}x'
+                 f'{first.size[1]} photographs {size[0]}x{size[1]}, below '
+                 f'{MIN_SIDE} pixels a side (nothing to segment at output '
+                 f'stride 8); use --scale >= '
+                 f'{MIN_SIDE / min(first.size):.3f} (default 0.375).')
+    # written into a hidden folder first and moved into place when every
+    # pair is converted: a killed conversion leaves no img_dir / ann_dir
+    # that a dataset would read as a smaller data set
+    partial = osp.join(args.out, PARTIAL)
+    shutil.rmtree(partial, ignore_errors=True)  # a killed run's
+    counts = {}
     for split, pairs in splits.items():
         if not pairs:
             continue
         for sub in ('img_dir', 'ann_dir'):
-            os.makedirs(osp.join(args.out, sub, split), exist_ok=True)
-        try:
-            for image, label in pairs:
-                convert_pair(image, label, args.out, split, args.scale)
-        except (OSError, ValueError) as err:
-            sys.exit(f'error: {err}')
-        print(f'{split}: {len(pairs)} pairs -> '
+            os.makedirs(osp.join(partial, sub, split), exist_ok=True)
+        for image, label in pairs:
+            try:
+                convert_pair(image, label, partial, split, args.scale)
+            except (OSError, ValueError) as err:
+                shutil.rmtree(partial, ignore_errors=True)
+                where = '' if label in str(err) or image in str(err) else \
+                    f'{image} / {label}: '
+                sys.exit(f'error: {where}{err} (nothing was written to '
+                         f'{args.out}).')
+        counts[split] = len(pairs)
+    for sub in ('img_dir', 'ann_dir'):
+        shutil.rmtree(osp.join(args.out, sub), ignore_errors=True)
+        os.replace(osp.join(partial, sub), osp.join(args.out, sub))
+    os.rmdir(partial)
+    for split, count in counts.items():
+        print(f'{split}: {count} pairs -> '
               f'{osp.join(args.out, "img_dir", split)}')
 
 

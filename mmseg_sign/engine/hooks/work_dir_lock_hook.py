@@ -7,7 +7,7 @@ from mmengine.hooks import Hook
 from mmengine.logging import print_log
 
 from mmseg.registry import HOOKS
-from ...utils.work_dir_lock import lock_work_dir
+from ...utils.work_dir_lock import check_resume_source, lock_work_dir
 from ..runner.runner_state import is_training
 
 
@@ -21,13 +21,19 @@ class WorkDirLockHook(Hook):
     In the schedule bases' ``default_hooks`` (``sign_lock``), so the lock
     holds for mmseg's ``tools/train.py``, ``mim train`` and a Runner built
     in Python as for this project's ``tools/train.py`` (which locks before
-    building the Runner; the hook then finds the lock its own)."""
+    building the Runner; the hook then finds the lock its own). It also
+    refuses ``--resume`` from another run's checkpoint into a work dir that
+    holds checkpoints of its own (:func:`~mmseg_sign.utils.work_dir_lock.
+    check_resume_source`)."""
     priority = 'VERY_HIGH'
 
     def before_run(self, runner) -> None:
         if is_training(runner):
             if lock_work_dir(runner.work_dir) is not None:
                 remove_partial_writes(runner.work_dir)
+            # before mmengine loads or writes a checkpoint
+            check_resume_source(runner.work_dir, runner.cfg.get('load_from'),
+                                bool(runner.cfg.get('resume', False)))
 
 
 def remove_partial_writes(work_dir: str) -> None:

@@ -72,6 +72,29 @@ def check_config_run_length(cfg) -> None:
     plan = StagePlan.from_config(cfg)
     if plan is not None:
         check_run_length(cfg.train_cfg.get('max_iters'), plan)
+        check_val_interval(cfg.train_cfg.get('val_interval'))
+
+
+def check_val_interval(val_interval) -> None:
+    """``train_cfg.val_interval``: a positive number of iterations, or
+    ``None`` (validate at the stage ends only); 0 or a string would fail
+    deep in mmengine's loop (a ``ZeroDivisionError`` at iteration 1).
+
+    Args:
+        val_interval: the configured value.
+
+    Raises:
+        ValueError: naming the value and the fix.
+    """
+    if val_interval is None:
+        return
+    if isinstance(val_interval, bool) or not isinstance(
+            val_interval, int) or val_interval < 1:
+        raise ValueError(
+            f'train_cfg.val_interval={val_interval!r}: validate every N '
+            'iterations needs a positive integer N; to validate only at the '
+            'stage ends (and at the end of the run), remove val_interval '
+            '(or set it to the plan\'s length).')
 
 
 @LOOPS.register_module()
@@ -116,6 +139,7 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
                 'max_iters=N) for a model without stages.')
         self.plan = StagePlan(stages)
         total = check_run_length(max_iters, self.plan)
+        check_val_interval(val_interval)
         super().__init__(runner, dataloader, max_iters=total,
                          val_interval=val_interval or total, **kwargs)
         self.val_at_stage_end = val_at_stage_end

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 class ConvEncoder(nn.Module):
     """(A) residual conv block: 3×3 conv, ReLU, 3×3 conv."""
 
-    def __init__(self, in_channels: int, channels: int, **kwargs):
+    def __init__(self, in_channels: int, channels: int):
         super().__init__()
         self.body = nn.Sequential(
             nn.Conv2d(in_channels, channels, 3, padding=1),
@@ -30,7 +30,7 @@ class AttentionEncoder(nn.Module):
     concatenated and fused by a 1×1 conv."""
 
     def __init__(self, in_channels: int, channels: int,
-                 dilations=(1, 2, 4), **kwargs):
+                 dilations=(1, 2, 4)):
         super().__init__()
         self.stem = nn.Sequential(
             nn.Conv2d(in_channels, channels, 3, padding=1),
@@ -65,8 +65,7 @@ class SelfAttentionEncoder(nn.Module):
 
     def __init__(self, in_channels: int, channels: int, num_heads: int = 8,
                  ffn_ratio: float = 2.0, dropout: float = 0.0,
-                 pad_heads: Optional[bool] = None, key_pool: int = 1,
-                 **kwargs):
+                 pad_heads: Optional[bool] = None, key_pool: int = 1):
         super().__init__()
         if not isinstance(key_pool, int) or key_pool < 1:
             raise ValueError('SIM encoder_cfg.key_pool must be an integer '
@@ -141,6 +140,53 @@ class SelfAttentionEncoder(nn.Module):
 SIM_ENCODERS = dict(
     conv=ConvEncoder,
     attention=AttentionEncoder,
-    self_attention=lambda *a, **k: SelfAttentionEncoder(
-        *a, **dict(k, num_heads=1)),
+    self_attention=SelfAttentionEncoder,  # one head
     multihead_self_attention=SelfAttentionEncoder)
+
+#: what ``encoder_cfg`` may set for each ``arch`` (the heads of the
+#: multi-head variant are the SIM's own ``num_heads``)
+SIM_ENCODER_OPTIONS = dict(
+    conv=(),
+    attention=('dilations', ),
+    self_attention=('ffn_ratio', 'dropout', 'pad_heads', 'key_pool'),
+    multihead_self_attention=('ffn_ratio', 'dropout', 'pad_heads',
+                              'key_pool'))
+
+
+def build_sim_encoder(arch: str, in_channels: int, channels: int,
+                      num_heads: int, encoder_cfg: Optional[dict] = None
+                      ) -> nn.Module:
+    """The SIM's encoding module; a setting it would not use is an error.
+
+    Args:
+        arch (str): a key of :data:`SIM_ENCODERS`.
+        in_channels (int): ``C + P`` (features and PE).
+        channels (int): ``C``.
+        num_heads (int): heads of ``'multihead_self_attention'`` (the other
+            variants have one or none).
+        encoder_cfg (dict, optional): the variant's options
+            (:data:`SIM_ENCODER_OPTIONS`).
+
+    Returns:
+        nn.Module: ``[B, C + P, H, W] -> [B, C, H, W]``.
+    """
+    cfg = dict(encoder_cfg or {})
+    known = SIM_ENCODER_OPTIONS[arch]
+    unknown = sorted(set(cfg) - set(known))
+    if 'key_pool' in unknown:
+        raise ValueError(
+            f"SIM encoder_cfg.key_pool: arch={arch!r} has no attention whose "
+            "keys it could pool (key_pool is an option of 'self_attention' "
+            "and 'multihead_self_attention'); remove it.")
+    if unknown:
+        hint = (" (the heads are the SIM's own num_heads)"
+                if 'num_heads' in unknown and 'attention' in arch
+                and arch != 'attention' else '')
+        raise ValueError(
+            f'SIM encoder_cfg: unknown keys {unknown} for arch={arch!r}'
+            f'{hint}; its options: {list(known) or "none"}.')
+    if arch == 'self_attention':
+        cfg['num_heads'] = 1
+    elif arch == 'multihead_self_attention':
+        cfg['num_heads'] = num_heads
+    return SIM_ENCODERS[arch](in_channels, channels, **cfg)

@@ -9,7 +9,7 @@ from mmseg.registry import MODELS
 from ..utils import PE_TYPES, positional_encoding_2d
 from .deeplabv2_aspp import DeepLabV2ASPP
 from .reparameterization import ContextualReparameterization
-from .sim_encoders import SIM_ENCODERS
+from .sim_encoders import SIM_ENCODERS, build_sim_encoder
 
 
 @MODELS.register_module('SIM')
@@ -59,7 +59,8 @@ class SpatialInformationModule(BaseModule):
             levels (HRNet / MiT): resized to the first one's size and
             concatenated before the input projection.
         encoder_cfg (dict, optional): extra arguments of the encoding
-            module (e.g. ``ffn_ratio``, ``dropout``).
+            module (e.g. ``ffn_ratio``, ``dropout``; per ``arch``:
+            ``SIM_ENCODER_OPTIONS``, an unknown key is an error).
         z_modulation (bool): ``F_x = sigmoid(h' + h'·sigmoid(z))`` (default,
             the paper). ``False`` gives ``F_x = sigmoid(h')``, where mu and
             logvar learn from the KL term alone and ``z`` collapses to
@@ -135,9 +136,8 @@ class SpatialInformationModule(BaseModule):
         else:
             raise ValueError("SIM input_proj must be 'aspp' or None, got "
                              f'{input_proj!r}.')
-        self.encoder = SIM_ENCODERS[arch](
-            channels + self.pe_channels, channels, num_heads=num_heads,
-            **(encoder_cfg or {}))
+        self.encoder = build_sim_encoder(arch, channels + self.pe_channels,
+                                         channels, num_heads, encoder_cfg)
         if latent_channels != channels:
             raise ValueError(
                 f'SIM latent_channels ({latent_channels}) must equal '

@@ -47,6 +47,8 @@ def compile_modules(model: nn.Module, compile_cfg: Optional[dict]) -> list:
             f"'decode_head.generator'])), got {compile_cfg!r}")
     options = dict(compile_cfg)
     given = options.pop('modules', None)
+    if isinstance(given, str):  # one name, not its characters
+        given = [given]
     names = list(DEFAULT_MODULES if given is None else given)
     allowed = set(inspect.signature(torch.compile).parameters) - {'model'}
     unknown = sorted(set(options) - allowed)
