@@ -107,7 +107,8 @@ def check_calibration_sweep(sweep) -> Optional[list]:
 #: dropped, so a misspelled one would be ignored without a word)
 IOU_METRIC_ARGS = tuple(
     name for name, p in inspect.signature(IoUMetric).parameters.items()
-    if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+    if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)) + (
+        'keep_results', )  # set by mmseg's tools/test.py --out; unused
 GZSL_ARGS = ('seen_classes', 'unseen_classes', 'calibration_sweep',
              'calibration_dir', 'bootstrap')
 

@@ -362,7 +362,8 @@ def test_cpu_randomness_hook_changes_nothing_on_a_cpu(workspace, sign_run):
     cfg2 = write_config(
         workspace / 'sign_cpu_draws.py', 'configs/sign/sign_toy.py',
         SIGN_SHORT + REAL_LOADERS +
-        "custom_hooks = custom_hooks + [dict(type='CPURandomnessHook')]\n")
+        "custom_hooks = [*_base_.custom_hooks, "
+        "dict(type='CPURandomnessHook')]\n")
     wd2 = workspace / 'wd_sign_cpu_draws'
     run_tool(['train.py', cfg2, '--work-dir', str(wd2)], workspace)
     assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))

@@ -117,8 +117,7 @@ def sign_worker(rank, world_size, port, emb_path, amp_dtype, queue):
         import mmseg_sign  # noqa: F401
         from mmseg_sign.engine import ZeroShotDataParallel
         register_all_modules(init_default_scope=True)
-        from test_zero_shot_segmentor import batch, optim_wrappers, \
-            tiny_model
+        from model_utils import batch, optim_wrappers, tiny_model
 
         plan = [('train', {}, 2),
                 ('transfer', dict(mode='alternate', block_iters=1), 2),
