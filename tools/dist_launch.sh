@@ -5,6 +5,12 @@
 # NNODES, NODE_RANK, PORT and MASTER_ADDR as in mmseg's dist_*.sh.
 GPUS=$1
 SCRIPT=$2
+if ! [[ "$GPUS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "error: NUM_PROCS must be a positive number of processes (one per" \
+    "GPU, or per CPU slot), got '${GPUS}'; usage: bash" \
+    "tools/dist_train.sh CONFIG NUM_PROCS [train.py args...]" >&2
+  exit 2
+fi
 NNODES=${NNODES:-1}
 NODE_RANK=${NODE_RANK:-0}
 PORT=${PORT:-29500}

@@ -48,6 +48,16 @@ def parse_args(argv=None):
         default=(300, 300),
         help='dims of each toy word-vector source (default 300 300)')
     args = parser.parse_args(argv)
+    for name in ('num_train', 'num_val'):
+        if getattr(args, name) < 1:
+            parser.error(f'--{name.replace("_", "-")} must be at least 1 '
+                         f'(got {getattr(args, name)}): a split without '
+                         'images can be neither trained nor scored.')
+    for name in ('train_size', 'val_size'):
+        if min(getattr(args, name)) < 16:
+            parser.error(f'--{name.replace("_", "-")} {getattr(args, name)}'
+                         ': each side must be at least 16 pixels (the toy '
+                         "model's output stride is 8).")
     held = sorted(os.listdir(args.out)) if osp.isdir(args.out) else []
     if held and not args.force:
         parser.error(

@@ -178,6 +178,16 @@ def main():
     except ValueError as e:
         parser.error(str(e))
     variants = [(c, *point) for c in args.configs for point in points]
+    if args.data == 'toy':  # the toy data replaces each config's data root
+        other = [c for c in args.configs
+                 if config_value(c, 'train_dataloader.dataset.type') !=
+                 'ZeroShotToyDataset']
+        if other:
+            parser.error(
+                f'{", ".join(other)}: not trained on the toy data (its '
+                'training set is not a ZeroShotToyDataset), so the toy data '
+                'cannot replace its data root; train it on its own data '
+                'with --data config.')
     wd = osp.abspath(args.work_dir)
     path = osp.join(wd, 'results.json')
     for out, example in ((args.out, 'table.md'), (args.plot, 'curve.png'),

@@ -366,6 +366,39 @@ def train_with_options(*options):
     return action
 
 
+def make_toy_with(*args):
+
+    def action(ctx, case):
+        out = osp.join(ctx.fresh('toy_out'), 'toy')
+        result = ctx.tool('make_toy_dataset.py', '--out', out, *args)
+        case.after = lambda: not osp.exists(out)  # refused before writing
+        return result
+
+    return action
+
+
+def dist_train_with(procs):
+
+    def action(ctx, case):
+        wd = ctx.fresh('wd_dist')
+        proc = subprocess.run(
+            ['bash', osp.join(REPO, 'tools', 'dist_train.sh'), ctx.cfg,
+             procs, '--work-dir', wd], cwd=ctx.root, capture_output=True,
+            text=True, timeout=120)
+        case.after = lambda: os.listdir(wd) == []
+        return Outcome(proc.returncode, proc.stdout + proc.stderr)
+
+    return action
+
+
+def toy_table_on_camvid(ctx, case):
+    wd = ctx.fresh('wd_table')
+    camvid = osp.join(REPO, 'configs/sign/sign_camvid.py')
+    out = ctx.tool('toy_table.py', camvid, '--seeds', '0', '--work-dir', wd)
+    case.after = lambda: os.listdir(wd) == []  # refused before any work
+    return out
+
+
 def resume_in_empty_work_dir(ctx, case):
     wd = ctx.fresh('wd_resume_empty')
     out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd, '--resume')
@@ -785,6 +818,18 @@ CASES = [
          'file', resume_dangling_last_checkpoint,
          r'--resume: .*last_checkpoint names .*iter_9\.pth, which does not '
          r'exist .*load_from=.*iter_2\.pth'),
+    Case('make_toy_dataset_without_images',
+         'tools/make_toy_dataset.py --num-train 0',
+         make_toy_with('--num-train', '0'),
+         r'--num-train must be at least 1 \(got 0\): a split without '
+         r'images can be neither trained nor scored'),
+    Case('dist_train_zero_processes',
+         'bash tools/dist_train.sh sign_toy.py 0', dist_train_with('0'),
+         r"NUM_PROCS must be a positive number of processes .*got '0'"),
+    Case('toy_table_on_camvid_without_data_config',
+         'tools/toy_table.py configs/sign/sign_camvid.py (toy data by '
+         'default)', toy_table_on_camvid,
+         r'sign_camvid\.py: not trained on the toy data .*--data config'),
     Case('max_iters_in_the_config_file',
          "tools/train.py on a config with train_cfg = dict(max_iters=5)",
          train_with_max_iters_in_file,

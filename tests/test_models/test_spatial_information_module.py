@@ -8,6 +8,7 @@ import torch
 from mmengine.config import Config
 
 from mmseg.registry import MODELS
+from mmseg_sign.models.necks.sim_encoders import SelfAttentionEncoder
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
@@ -306,3 +307,13 @@ def test_a_setting_the_encoder_would_not_use_is_an_error(arch, encoder_cfg,
         encoder_cfg=good[arch]))
     if arch == 'multihead_self_attention':
         assert (sim.encoder.num_heads, sim.encoder.key_pool) == (2, 2)
+
+
+def test_key_pool_that_leaves_one_key_is_an_error():
+    """Issue 41: key_pool as large as the map pooled it to one key
+    (attention over one key: the same context everywhere), silently."""
+    enc = SelfAttentionEncoder(6, 8, num_heads=2, key_pool=8)
+    with pytest.raises(ValueError, match=r'key_pool=8 pools the 6x8 feature '
+                       r'map to a single key.*key_pool < 8'):
+        enc(torch.randn(1, 6, 6, 8))
+    assert enc(torch.randn(1, 6, 9, 12)).shape == (1, 8, 9, 12)  # 2x2 keys

@@ -106,6 +106,13 @@ class SelfAttentionEncoder(nn.Module):
         if self.key_pool == 1:
             qkv = self.qkv(h).reshape(b, 3, *heads, height * width)
             return [t.transpose(-1, -2).contiguous() for t in qkv.unbind(1)]
+        if height * width > 1 and self.key_pool >= max(height, width):
+            raise ValueError(
+                f'SIM encoder_cfg.key_pool={self.key_pool} pools the '
+                f'{height}x{width} feature map to a single key: attention '
+                'over one key gives every position the same context. Use '
+                f'key_pool < {max(height, width)} (it is meant for large '
+                'maps, docs/benchmark.md), or 1 for global attention.')
         # the 1×1 projection commutes with average pooling: k, v of the
         # pooled map are the pooled k, v of the full map
         w_q, w_kv = self.qkv.weight.split([c, 2 * c])
