@@ -71,7 +71,8 @@ from pathlib import Path
 
 from mmengine.config import Config
 
-from mmseg_sign.utils.atomic import atomic_write, check_output_file
+from mmseg_sign.utils.atomic import (atomic_write, check_output_dir,
+                                     check_output_file)
 from mmseg_sign.analysis.stats import parse_seeds
 from mmseg_sign.analysis.toy_markdown import (KEYS, comparison, table,
                                            table_by_data_seed)
@@ -197,6 +198,17 @@ def main():
                 check_output_file(out, {
                     **{f'config {c}': c for c in args.configs},
                     'results file': path}, example)
+                # nor into the folders the runs read or create: the toy
+                # data they train on and the runs' own folders
+                check_output_dir(out, {
+                    **{f'toy data folder of data seed {d}':
+                       osp.join(wd, f'data{d}')
+                       for d in args.data_seeds if d != OWN_DATA},
+                    **{f'run folder {run_dir_name(stem_of(c, t), d, s)}':
+                       osp.join(wd, run_dir_name(stem_of(c, t), d, s))
+                       for c, _, t, _ in variants
+                       for d in args.data_seeds for s in args.seeds}},
+                    example)
             except ValueError as err:
                 parser.error(str(err))
     os.makedirs(wd, exist_ok=True)

@@ -369,3 +369,27 @@ def test_resume_from_another_runs_checkpoint_is_refused(ws):
                     '--resume', '--cfg-options',
                     'train_cfg.stages.0.iters=3'], ws)
     assert 'resumed epoch: 0, iter: 2' in out
+
+
+def test_toy_table_outputs_into_its_data_or_runs(ws, toy_root):
+    """Issue 41: ``--picture`` / ``--out`` inside the work dir's own
+    ``data0/`` (an image, ``class_embeddings.npz``) or a run's folder
+    replaced what the runs read (rc 0): refused before any work."""
+    import shutil
+    wd = ws / 'table_wd'
+    shutil.copytree(toy_root, wd / 'data0')
+    table = wd / 'data0' / 'class_embeddings.npz'
+    refused(['toy_table.py', TOY, '--seeds', '0', '--work-dir', str(wd),
+             '--picture', str(table)], ws, [table],
+            'lies inside the toy data folder of data seed 0')
+    image = sorted((wd / 'data0' / 'JPEGImages').iterdir())[0]
+    refused(['toy_table.py', TOY, '--seeds', '0', '--work-dir', str(wd),
+             '--out', str(image)], ws, [image],
+            'lies inside the toy data folder of data seed 0')
+    run = wd / 'sign_toy_data0_seed0'
+    run.mkdir()
+    ckpt = run / 'iter_1400.pth'
+    ckpt.write_bytes(b'a checkpoint')
+    refused(['toy_table.py', TOY, '--seeds', '0', '--work-dir', str(wd),
+             '--out', str(ckpt)], ws, [ckpt],
+            'lies inside the run folder sign_toy_data0_seed0')
