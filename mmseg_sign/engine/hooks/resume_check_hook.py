@@ -49,15 +49,14 @@ class ResumeCheckHook(Hook):
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         if not is_training(runner):
             return  # tools/test.py, init_model: not a training run
-        plan = stage_plan(runner)
-        plans = [plan] if plan is not None else []
+        plan = stage_plan(runner)  # None: a loop without stages (SPNet)
         if not is_resuming(runner):
-            for plan in plans:
+            if plan is not None:
                 self._check_gan_weights(runner, plan, checkpoint)
             self._say_partial_load(runner, checkpoint)
             return
         self._check_same_model(runner, checkpoint)
-        for plan in plans:
+        if plan is not None:
             self._check_plan_reaches(plan, checkpoint)
         self._start_new_wrappers_fresh(runner, checkpoint)
         self._say_precision_change(runner, checkpoint)
