@@ -13,8 +13,7 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
 model = dict(
     data_preprocessor=dict(size={{_base_.crop_size}}),
-    decode_head=dict(
-        num_classes=10, class_embeddings='data/toy/class_embeddings.npz'))
+    decode_head=_base_.head_classes)
 iters = 800
 optim_wrapper = dict(
     optimizer=dict(lr=0.01),

@@ -10,9 +10,6 @@ _base_ = [
 custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
 model = dict(
-    data_preprocessor=dict(size=(368, 368)),
-    decode_head=dict(
-        num_classes=20,
-        class_embeddings='data/embeddings/'
-        'voc20_cagnet_fasttext_word2vec.npz'))
+    data_preprocessor=dict(size={{_base_.crop_size}}),
+    decode_head=_base_.head_classes)
 log_processor = dict(by_epoch=False)

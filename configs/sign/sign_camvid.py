@@ -18,8 +18,6 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 model = dict(
     data_preprocessor=dict(size={{_base_.crop_size}}),
     decode_head=dict(
-        num_classes=10,
-        gen_unseen_rate=3,  # unseen share of sampled labels: 3·4/19 = 63 %
-        class_embeddings='data/embeddings/'
-        'camvid10_cagnet_fasttext_word2vec.npz'))
+        _base_.head_classes,
+        gen_unseen_rate=3))  # unseen share of sampled labels: 3·4/19 = 63 %
 randomness = dict(seed=0)

@@ -14,7 +14,6 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 model = dict(
     data_preprocessor=dict(size={{_base_.crop_size}}),  # the dataset's
     decode_head=dict(
-        num_classes=10,
-        gen_unseen_rate=3,  # unseen share of sampled labels: 3·4/19 = 63 %
-        class_embeddings='data/toy/class_embeddings.npz'))
+        _base_.head_classes,
+        gen_unseen_rate=3))  # unseen share of sampled labels: 3·4/19 = 63 %
 randomness = dict(seed=0)

@@ -223,30 +223,57 @@ SCHEDULE_KEYS = {'stages', 'optim_wrapper', 'param_scheduler', 'train_cfg',
 
 
 @pytest.mark.parametrize('name, model_base, schedule_base', [
-    ('sign_voc.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
-    ('sign_context.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
-    ('sign_cocostuff.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
-    ('sign_ade20k.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
-    ('sign_toy.py', 'sign_r18-tiny_toy.py', 'sign_toy_600_400_400.py'),
+    ('sign/sign_voc.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
+    ('sign/sign_context.py', 'sign_deeplabv2_r101.py',
+     'sign_context_40k_10k.py'),
+    ('sign/sign_cocostuff.py', 'sign_deeplabv2_r101.py',
+     'sign_cocostuff_40k_6k.py'),
+    ('sign/sign_ade20k.py', 'sign_deeplabv2_r101.py', 'sign_40k_6k.py'),
+    ('sign/sign_camvid.py', 'sign_r18-tiny_toy.py',
+     'sign_camvid_2000_400_400.py'),
+    ('sign/sign_toy.py', 'sign_r18-tiny_toy.py', 'sign_toy_600_400_400.py'),
+    ('baselines/zs3net_voc.py', 'zs3net_deeplabv2_r101.py',
+     'sign_40k_6k.py'),
+    ('baselines/zs3net_context.py', 'zs3net_deeplabv2_r101.py',
+     'sign_context_40k_10k.py'),
+    ('baselines/zs3net_cocostuff.py', 'zs3net_deeplabv2_r101.py',
+     'sign_cocostuff_40k_6k.py'),
+    ('baselines/zs3net_camvid.py', 'zs3net_r18-tiny_toy.py',
+     'sign_camvid_2000_400_400.py'),
+    ('baselines/zs3net_toy.py', 'zs3net_r18-tiny_toy.py',
+     'sign_toy_600_400_400.py'),
+    ('baselines/spnet_voc.py', 'spnet_deeplabv2_r101.py', 'spnet_46k.py'),
+    ('baselines/spnet_toy.py', 'spnet_r18-tiny_toy.py', 'spnet_46k.py'),
 ])
-def test_sign_configs_are_composed_of_bases(name, model_base, schedule_base):
+def test_run_configs_are_composed_of_bases(name, model_base, schedule_base):
     """A run config is a dataset base + a model base + a schedule base +
-    mmseg's runtime, plus what is its own; the toy one adds nothing to the
-    schedule and writes no layer of the model."""
-    path = osp.join(REPO, 'configs', 'sign', name)
+    mmseg's runtime, plus what is its own: no layer of the model (the
+    model base's backbone and neck, resolved), and the SIGN configs add
+    nothing to the schedule (ZS3Net: its transfer stage alone). The head's
+    classes come from the dataset base (``head_classes``), one home."""
+    path = osp.join(REPO, 'configs', name)
     names, bases = config_file_assignments(path)
     assert f'../_base_/models/{model_base}' in bases
     assert f'../_base_/schedules/{schedule_base}' in bases
     assert 'mmseg::_base_/default_runtime.py' in bases
     assert any('/datasets/' in b for b in bases), bases
     assert len(bases) == 4, bases
-    if name == 'sign_toy.py':
+    cfg = Config.fromfile(path)  # resolved
+    own = Config.fromfile(osp.join(
+        REPO, 'configs', '_base_', 'models', model_base)).model
+    for part in ('backbone', 'neck'):
+        assert cfg.model[part] == own[part], part
+    if name.startswith('sign/') and 'ade20k' not in name:
         assert not names & SCHEDULE_KEYS, names & SCHEDULE_KEYS
-        model = Config.fromfile(path).model  # resolved
-        own = Config.fromfile(osp.join(
-            REPO, 'configs', '_base_', 'models', model_base)).model
-        for part in ('backbone', 'neck'):
-            assert model[part] == own[part], part
+    if name.startswith('baselines/zs3net'):
+        assert names & SCHEDULE_KEYS == {'train_cfg'}
+        assert [s.get('mode') for s in cfg.train_cfg.stages] == \
+            [None, 'classifier']
+    if 'ade20k' not in name:
+        text = open(path).read()
+        assert 'class_embeddings' not in text and 'num_classes' not in text
+        for key, value in cfg.head_classes.items():
+            assert cfg.model.decode_head[key] == value, key
 
 
 def test_toy_and_paper_schedules_have_the_same_structure():

@@ -17,7 +17,7 @@ def test_zs3net_generator_learns_from_the_mmd_alone(embedding_table):
         unseen_classes=['c3', 'c4'], adversarial=False))
     head = model.decode_head
     assert head.discriminator is None
-    # as zs3net_toy.py: no D, so D's wrapper trains C (trunk + conv_seg)
+    # as zs3net_toy.py: SIGN's wrapper of D + C; with no D it trains C
     wrappers = OPTIM_WRAPPER_CONSTRUCTORS.build(dict(
         type='ModuleGroupOptimWrapperConstructor', optim_wrapper_cfg=dict(
             segmentor=dict(optimizer=dict(type='SGD', lr=0.1),
@@ -25,7 +25,8 @@ def test_zs3net_generator_learns_from_the_mmd_alone(embedding_table):
             generator=dict(optimizer=dict(type='Adam', lr=1e-2),
                            modules=['decode_head.generator']),
             discriminator=dict(optimizer=dict(type='Adam', lr=1e-2),
-                               modules=['decode_head.trunk',
+                               modules=['decode_head.discriminator',
+                                        'decode_head.trunk',
                                         'decode_head.conv_seg']))))(model)
     model.set_stage('train')
     model.train()

@@ -37,7 +37,9 @@ def test_custom_imports_from_the_command_line_are_imported(tmp_path, tool):
 def test_zs3net_with_a_discriminator_no_wrapper_steps_is_refused(tmp_path):
     """Issue 34: ZS3Net with ``adversarial=True`` built a D that no
     optimizer wrapper held: adversarial losses logged, D never changed.
-    Refused when the wrappers are built, naming both fixes."""
+    Refused when the wrappers are built, naming both fixes. Since issue 40
+    the ZS3 configs keep SIGN's wrappers (D + C), so ``adversarial=True``
+    there trains D, and ``False`` leaves C alone in them."""
     from mmengine.config import Config
     from mmengine.optim import build_optim_wrapper
     from mmengine.registry import init_default_scope
@@ -51,6 +53,13 @@ def test_zs3net_with_a_discriminator_no_wrapper_steps_is_refused(tmp_path):
                           np.eye(10, 600, dtype=np.float32))
     cfg.model.decode_head.update(class_embeddings=table, adversarial=True)
     model = MODELS.build(cfg.model)
+    held = {id(p) for p in build_optim_wrapper(model, cfg.optim_wrapper)[
+        'discriminator'].optimizer.param_groups[0]['params']}
+    assert {id(p) for p in model.decode_head.discriminator.parameters()} \
+        <= held
+    c_only = ['decode_head.trunk', 'decode_head.conv_seg']
+    for name in ('discriminator', 'transfer', 'self_train_discriminator'):
+        cfg.optim_wrapper[name].modules = c_only
     with pytest.raises(ValueError, match=r'decode_head\.discriminator is '
                        r'built .* no optimizer wrapper steps it.*'
                        r'adversarial=False'):

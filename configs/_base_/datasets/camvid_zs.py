@@ -10,6 +10,17 @@ dataset_type = 'ZeroShotCamVidDataset'
 data_root = 'data/camvid'
 img_scale = (180, 135)  # (W, H) of the converted photographs
 crop_size = (128, 128)
+# What a zero-shot head takes from this dataset (a model config passes
+# it on: decode_head=dict(_base_.head_classes, ...)): the number of
+# classes and the class-embedding table: the published CaGNet
+# vectors, COCO-Stuff's rows by name (docs/camvid.md):
+#   python tools/dataset_converters/cagnet_word_vectors.py --dataset camvid \
+#       --fasttext cocostuff/fasttext.pkl --word2vec cocostuff/word2vec.pkl \
+#       --out data/embeddings/camvid10_cagnet_fasttext_word2vec.npz
+head_classes = dict(
+    num_classes=10,
+    class_embeddings='data/embeddings/'
+    'camvid10_cagnet_fasttext_word2vec.npz')
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations'),

@@ -5,6 +5,17 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 dataset_type = 'ZeroShotCOCOStuffDataset'
 data_root = 'data/coco_stuff164k'
 crop_size = (368, 368)
+# What a zero-shot head takes from this dataset (a model config passes
+# it on: decode_head=dict(_base_.head_classes, ...)): the number of
+# classes and the class-embedding table: the published CaGNet
+# vectors (docs/user_guide.md, "Class embeddings"):
+#   python tools/dataset_converters/cagnet_word_vectors.py --dataset cocostuff \
+#       --fasttext fasttext.pkl --word2vec word2vec.pkl \
+#       --out data/embeddings/cocostuff171_cagnet_fasttext_word2vec.npz
+head_classes = dict(
+    num_classes=171,
+    class_embeddings='data/embeddings/'
+    'cocostuff171_cagnet_fasttext_word2vec.npz')
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations'),

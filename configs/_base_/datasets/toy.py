@@ -4,6 +4,13 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 dataset_type = 'ZeroShotToyDataset'
 data_root = 'data/toy'
 crop_size = (64, 64)
+# What a zero-shot head takes from this dataset (a model config passes
+# it on: decode_head=dict(_base_.head_classes, ...)): the number of
+# classes and the class-embedding table: written with the data by
+# tools/make_toy_dataset.py.
+head_classes = dict(
+    num_classes=10,
+    class_embeddings='data/toy/class_embeddings.npz')
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations'),

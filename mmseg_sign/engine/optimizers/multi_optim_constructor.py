@@ -50,6 +50,9 @@ class ModuleGroupOptimWrapperConstructor:
     Each entry is an optim-wrapper config (``type``, ``optimizer``,
     ``clip_grad``, ``paramwise_cfg``, ...) plus ``modules``: the dotted
     sub-module paths of the model whose trainable parameters it updates.
+    A path to a part the model does not build (set to ``None``, e.g. D of
+    a head with ``adversarial=False``) adds nothing; a path that names
+    nothing is an error.
     Entries used by different stages may share parameters;
     ``StagePlanTrainLoop`` checks that the wrappers of one stage do not.
     """
@@ -67,14 +70,10 @@ class ModuleGroupOptimWrapperConstructor:
                       paramwise_cfg) -> list:
         selected = {}
         for path in modules:
-            try:
-                module = model.get_submodule(path)
-            except AttributeError:
-                raise ValueError(
-                    f'optim_wrapper.{name}: the model has no sub-module '
-                    f'{path!r}.') from None
-            selected.update((id(p), p) for p in module.parameters()
-                            if p.requires_grad)
+            module = _submodule(model, name, path)
+            if module is not None:
+                selected.update((id(p), p) for p in module.parameters()
+                                if p.requires_grad)
         if not paramwise_cfg:
             return [dict(params=list(selected.values()))] if selected else []
         # mmengine's paramwise rules, on full parameter names
@@ -163,6 +162,29 @@ def run_wrapper_type(optim_wrapper_cfg: dict) -> dict:
             "optim_wrapper.type='AmpOptimWrapper' too (or train with "
             '--amp), or move it into one entry.')
     return optim_wrapper_cfg
+
+
+def _submodule(model: nn.Module, name: str, path: str):
+    """The sub-module at ``path``, or ``None`` where the model declares the
+    part absent (the attribute is ``None``: ``SIGNHead(adversarial=False)``
+    builds no ``discriminator``, so ZS3Net's D wrapper trains C alone with
+    SIGN's ``modules`` list).
+
+    Raises:
+        ValueError: ``path`` names nothing in the model (a misspelling).
+    """
+    parent_path, _, attr = path.rpartition('.')
+    try:
+        parent = model.get_submodule(parent_path)
+    except AttributeError:
+        parent = None
+    if isinstance(parent, nn.Module):
+        if attr in parent._modules:  # a module, or None: declared absent
+            return parent._modules[attr]
+        if attr in parent.__dict__ and parent.__dict__[attr] is None:
+            return None  # a plain attribute set to None: absent too
+    raise ValueError(f'optim_wrapper.{name}: the model has no sub-module '
+                     f'{path!r}.')
 
 
 def _check_gan_parts_stepped(model: nn.Module, wrappers: dict) -> None:
