@@ -12,7 +12,9 @@ CONFIG=${CONFIG:-configs/sign/sign_toy.py}
 WORK_DIR=${WORK_DIR:-work_dirs/sign_toy}
 
 [ -f data/toy/class_embeddings.npz ] || $PY tools/make_toy_dataset.py
-$PY tools/train.py "$CONFIG" --work-dir "$WORK_DIR" "$@"
+# a second demo continues (or, when it ended, just re-tests) the first run
+RESUME=(); [ -f "$WORK_DIR/last_checkpoint" ] && RESUME=(--resume)
+$PY tools/train.py "$CONFIG" --work-dir "$WORK_DIR" "${RESUME[@]}" "$@"
 CHECKPOINT=$(cat "$WORK_DIR/last_checkpoint")
 $PY tools/test.py "$CONFIG" "$CHECKPOINT" --work-dir "$WORK_DIR/test" \
   --show-dir "$WORK_DIR/vis" 2>&1 | tee "$WORK_DIR/test.log" | \

@@ -9,7 +9,9 @@
 * ``mmseg_sign`` is imported so that its registries and the checkpoint
   loading fix (torch >= 2.6) are in place even without ``custom_imports``;
 * the work dir is locked by the run that owns it (a second run in it
-  stops at once, naming the first one's pid), and ``--cfg-options
+  stops at once, naming the first one's pid); a new run in a work dir that
+  holds checkpoints stops before it writes over them (``--resume``
+  continues them, ``--overwrite-checkpoints`` replaces them); ``--cfg-options
   train_cfg.max_iters=N`` that the SIGN stage plan would override is an
   error.
 """
@@ -43,6 +45,13 @@ def parse_args():
         action='store_true',
         default=False,
         help='resume from the latest checkpoint in the work_dir automatically')
+    parser.add_argument(
+        '--overwrite-checkpoints',
+        action='store_true',
+        default=False,
+        help='train from scratch in a work dir that holds checkpoints of an '
+        'earlier run, replacing them (refused without it: add --resume to '
+        'continue that run)')
     parser.add_argument(
         '--amp',
         action='store_true',
@@ -108,8 +117,11 @@ def main():
 
     # resume training
     cfg.resume = args.resume
+    if args.overwrite_checkpoints:
+        cfg.overwrite_checkpoints = True
     try:
-        check_resume_source(cfg.work_dir, cfg.get('load_from'), cfg.resume)
+        check_resume_source(cfg.work_dir, cfg.get('load_from'), cfg.resume,
+                            bool(cfg.get('overwrite_checkpoints', False)))
     except ValueError as err:
         raise SystemExit(f'tools/train.py: error: {err}') from None
 

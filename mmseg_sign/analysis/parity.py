@@ -45,6 +45,13 @@ def parse_setting(text: str) -> Tuple[str, torch.dtype, bool]:
     if len(parts) not in (2, 3) or parts[0] not in ('cpu', 'cuda') or \
             parts[1] not in DTYPES or parts[2:] not in ([], ['tf32']):
         raise ValueError(f'setting {text!r}: expected {SETTING_HELP}.')
+    if parts[2:] and (parts[0], parts[1]) != ('cuda', 'float32'):
+        # TF32 is a CUDA float32 matmul / cuDNN mode: elsewhere the flags
+        # change nothing, and the row would be labelled TF32 wrongly
+        raise ValueError(
+            f'setting {text!r}: tf32 applies to cuda:float32 only (TF32 is '
+            'how CUDA runs float32 matrix products and convolutions); drop '
+            f':tf32, e.g. {parts[0]}:{parts[1]}.')
     if parts[0] == 'cuda' and not torch.cuda.is_available():
         raise ValueError(f'setting {text!r}: CUDA is not available here '
                          '(torch.cuda.is_available() is False).')

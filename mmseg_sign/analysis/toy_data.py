@@ -13,6 +13,8 @@ that seen classes have, so knowledge can transfer from seen to unseen.
 Pure numpy + PIL (+ gensim for the word-vector files); no torch / mmcv.
 """
 import colorsys
+import inspect
+import json
 import os
 import os.path as osp
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -45,6 +47,49 @@ TOY_FILLER_WORDS = ('the', 'of', 'and', 'a', 'object', 'shape', 'image',
 IGNORE_INDEX = 255
 WORD_VECTOR_FILES = ('word2vec_like.txt', 'fasttext_like.bin')
 EMBEDDING_FILE = 'class_embeddings.npz'
+
+
+
+#: the file in a toy data set that records the arguments that made it
+TOY_DATA_RECORD = 'toy_data.json'
+
+
+def check_toy_data(out_dir: str, seed: int, val_size=(64, 64)) -> None:
+    """Refuse toy data in ``out_dir`` made with another seed or test-image
+    size than a command means to use (``tools/toy_table.py`` reuses
+    ``WORK_DIR/data{SEED}``): its runs would be stored as that seed's.
+    A set made before the record existed is checked by its first test
+    image (drawn again from the seed, at the size) and then recorded.
+
+    Args:
+        out_dir (str): a toy data set (``class_embeddings.npz`` written).
+        seed (int): the data seed it must have.
+        val_size (tuple[int, int]): its test images' ``(height, width)``.
+
+    Raises:
+        ValueError: naming what differs and the fix.
+    """
+    path = osp.join(out_dir, TOY_DATA_RECORD)
+    want = dict(seed=int(seed), val_size=[int(s) for s in val_size])
+    if osp.isfile(path):
+        with open(path) as f:
+            record = json.load(f)
+        got = {k: record.get(k) for k in want}
+        problem = None if got == want else \
+            f'made with {got} ({path}), not {want}'
+    else:  # made before the record: its first test image, drawn again
+        problem = None if _first_val_image_matches(
+            out_dir, int(seed), val_size) else (
+                f'that is not {want}: its first test image is not '
+                'the one that seed draws at that size')
+    if problem:
+        raise ValueError(
+            f'{out_dir} holds toy data {problem}; its runs would be stored '
+            'as the wrong data set. Use another --work-dir, or delete '
+            f'{out_dir} to have it made again.')
+    if not osp.isfile(path):
+        with open(path, 'w') as f:
+            json.dump(want, f, indent=1)
 
 
 def toy_attribute_matrix(class_names: Sequence[str] = TOY_CLASSES
@@ -356,6 +401,17 @@ def make_toy_dataset(out_dir: str = 'data/toy',
     embed_seed = int(embed_seq.generate_state(1)[0])
     table_path, vector_paths = build_toy_class_embeddings(
         out_dir, embed_dims, embed_noise, embed_seed)
+    # last: what made the set, for the tools that reuse it (toy_table)
+    with open(osp.join(out_dir, TOY_DATA_RECORD), 'w') as f:
+        json.dump(dict(
+            seed=int(seed), num_train=int(num_train), num_val=int(num_val),
+            train_size=[int(s) for s in train_size],
+            val_size=[int(s) for s in val_size],
+            objects_per_image=[int(n) for n in objects_per_image],
+            noise_std=float(noise_std),
+            position_jitter=float(position_jitter),
+            embed_dims=[int(d) for d in embed_dims],
+            embed_noise=float(embed_noise)), f, indent=1)
     return dict(
         out_dir=out_dir,
         classes=list(TOY_CLASSES),
@@ -368,3 +424,22 @@ def make_toy_dataset(out_dir: str = 'data/toy',
         embedding_dim=int(sum(embed_dims)),
         word_vectors=vector_paths,
         pixel_counts=pixel_counts)
+
+
+def _first_val_image_matches(out_dir: str, seed: int, val_size) -> bool:
+    """Whether ``out_dir``'s first test image is the one
+    :func:`make_toy_dataset` draws for ``seed`` at ``val_size`` (its other
+    arguments at their defaults); lossless PNG, so byte-equal pixels."""
+    defaults = {k: p.default for k, p in
+                inspect.signature(make_toy_dataset).parameters.items()}
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[1])
+    image, _ = render_toy_sample(
+        int(val_size[0]), int(val_size[1]), rng, 0,
+        defaults['objects_per_image'], defaults['noise_std'],
+        defaults['position_jitter'])
+    path = osp.join(out_dir, 'JPEGImages', 'val_00000.png')
+    if not osp.isfile(path):
+        return False
+    with Image.open(path) as im:
+        found = np.asarray(im)
+    return found.shape == image.shape and np.array_equal(found, image)

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import torch
 from mmengine.config import Config
 
-from .toy_data import make_toy_dataset
+from .toy_data import check_toy_data, make_toy_dataset
 from ..structures.stage_plan import StagePlan
 from .logs import logged_records
 from .toy_markdown import KEYS
@@ -82,8 +82,11 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
         options += [f'{loader}.dataset.data_root={data_root}'
                     for loader in ('train_dataloader', 'val_dataloader',
                                    'test_dataloader')]
+    # a run whose result is not stored is trained again from scratch, over
+    # what an earlier, unfinished attempt left in its own run dir
     cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg_path,
-           '--work-dir', work_dir, *extra, '--cfg-options', *options]
+           '--work-dir', work_dir, '--overwrite-checkpoints', *extra,
+           '--cfg-options', *options]
     env = dict(os.environ)
     if threads:
         env['OMP_NUM_THREADS'] = str(threads)
@@ -130,6 +133,8 @@ def param_counts(work_dir: str) -> dict:
 
 #: the ``data_seed`` of runs on the configs' own data (``--data config``)
 OWN_DATA = 'own'
+#: the toy tables' test images: larger than the 64x64 crops (the PE study)
+TOY_VAL_SIZE = (96, 96)
 
 
 def run_dir_name(stem: str, data_seed, seed: int) -> str:
@@ -156,7 +161,9 @@ def toy_data(wd: str, data_seed: int):
         return None
     data_root = osp.join(wd, f'data{data_seed}')
     if not osp.exists(osp.join(data_root, 'class_embeddings.npz')):
-        make_toy_dataset(data_root, val_size=(96, 96), seed=data_seed)
+        make_toy_dataset(data_root, val_size=TOY_VAL_SIZE, seed=data_seed)
+    else:  # made by an earlier command: of this seed, or refused
+        check_toy_data(data_root, data_seed, TOY_VAL_SIZE)
     return data_root
 
 

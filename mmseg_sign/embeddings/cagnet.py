@@ -262,6 +262,13 @@ def cagnet_class_embeddings(
                 f'{os.fspath(path)} has {array.shape[0]} rows, but the '
                 f'{source} name {len(labels)} rows (ids 0-{len(labels) - 1})')
         parts.append(array.astype(np.float64))
+    if parts[0].shape == parts[1].shape and np.array_equal(*parts):
+        # one file given twice (or a copy): fastText ‖ fastText, silently
+        raise ValueError(
+            f'{os.fspath(fasttext_path)} and {os.fspath(word2vec_path)} hold '
+            'the same vectors: --fasttext and --word2vec need the two '
+            "different files of CaGNet's word_vectors/ folder (fasttext.pkl "
+            'and word2vec.pkl).')
     table = np.concatenate(parts, axis=1)[rows]
     norms = np.linalg.norm(table, axis=1, keepdims=True)
     bad = np.flatnonzero(~(np.isfinite(norms[:, 0]) & (norms[:, 0] > 0)))

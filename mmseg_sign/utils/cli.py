@@ -85,7 +85,7 @@ RUNNER_KEYS = (
     'activation_checkpointing', 'efficient_conv_bn_eval', 'resource_limit',
     'tta_model', 'tta_pipeline',
     # this project's switches (docs/user_guide.md)
-    'allow_untrained_gan', 'allow_split_change')
+    'allow_untrained_gan', 'allow_split_change', 'overwrite_checkpoints')
 
 
 def check_option_keys(cfg, options) -> None:

@@ -164,10 +164,18 @@ _resume_checked = set()
 
 
 def check_resume_source(work_dir: str, load_from: Optional[str],
-                        resume: bool) -> None:
-    """``--resume`` with a ``load_from`` outside the work dir, in a work
-    dir that holds checkpoints: mmengine resumes ``load_from`` (its rule)
-    and its next checkpoints replace the work dir's own ``iter_N.pth``.
+                        resume: bool, overwrite: bool = False) -> None:
+    """The checkpoints a run would write over, refused before it starts:
+
+    * a run without ``--resume`` in a work dir that holds checkpoints (of
+      an earlier or crashed run): mmengine names checkpoints by iteration,
+      so the new run's ``iter_N.pth`` and ``last_checkpoint`` replace the
+      old ones without a word. Allowed with ``overwrite``
+      (``tools/train.py --overwrite-checkpoints``, or ``--cfg-options
+      overwrite_checkpoints=True`` with mmseg's tools);
+    * ``--resume`` with a ``load_from`` outside the work dir, in a work dir
+      that holds checkpoints: mmengine resumes ``load_from`` (its rule) and
+      its next checkpoints replace the work dir's own ``iter_N.pth``.
 
     mmengine's other rules are kept: ``--resume`` alone continues the work
     dir's own run (``last_checkpoint``), and ``--resume`` with another run's
@@ -178,27 +186,55 @@ def check_resume_source(work_dir: str, load_from: Optional[str],
         work_dir (str): the run's work dir.
         load_from (str, optional): ``cfg.load_from``.
         resume (bool): ``cfg.resume``.
+        overwrite (bool): ``cfg.overwrite_checkpoints``: a new run may
+            replace the work dir's checkpoints.
 
     Raises:
-        ValueError: naming both and the fixes.
+        ValueError: naming the checkpoints and the fixes.
     """
-    checked = (osp.realpath(work_dir), str(load_from), bool(resume))
+    checked = (osp.realpath(work_dir), str(load_from), bool(resume),
+               bool(overwrite))
     if checked in _resume_checked:  # this process checked it already
         return
-    _check_resume_source(work_dir, load_from, resume)
+    _check_resume_source(work_dir, load_from, resume, overwrite)
     _resume_checked.add(checked)
 
 
+def work_dir_checkpoints(work_dir: str) -> list:
+    """The checkpoints a work dir holds (``*.pth`` and ``last_checkpoint``
+    at its top level), in name order.
+
+    Args:
+        work_dir (str): a work dir (need not exist).
+
+    Returns:
+        list[str]: file names.
+    """
+    if not osp.isdir(work_dir):
+        return []
+    return sorted(n for n in os.listdir(work_dir)
+                  if n.endswith('.pth') or n == 'last_checkpoint')
+
+
 def _check_resume_source(work_dir: str, load_from: Optional[str],
-                         resume: bool) -> None:
+                         resume: bool, overwrite: bool) -> None:
     if resume and not load_from:
         check_last_checkpoint(work_dir)
+    own = [n for n in work_dir_checkpoints(work_dir) if n.endswith('.pth')]
+    if not resume and own and not overwrite:
+        listed = f'{", ".join(own[:3])}{", ..." if len(own) > 3 else ""}'
+        raise ValueError(
+            f'the work dir {work_dir} holds checkpoints of an earlier run '
+            f'({listed}): a new run would write its own over them (mmengine '
+            'names checkpoints by iteration). To continue that run, add '
+            '--resume; to keep it, give this run another --work-dir; to '
+            'train from scratch and replace them, add '
+            '--overwrite-checkpoints (with mmseg\'s tools/train.py or mim: '
+            '--cfg-options overwrite_checkpoints=True).')
     if not resume or not load_from or '://' in str(load_from):
         return
     inside = osp.realpath(load_from).startswith(
         osp.realpath(work_dir) + os.sep)
-    own = sorted(n for n in os.listdir(work_dir)
-                 if n.endswith('.pth')) if osp.isdir(work_dir) else []
     if inside or not own:
         return
     raise ValueError(

@@ -103,9 +103,16 @@ def test_settings_and_steps_are_checked():
     for bad in ('gpu:float32', 'cpu:float16', 'cpu', 'cpu:float32:tf16'):
         with pytest.raises(ValueError, match='DEVICE:DTYPE'):
             parse_setting(bad)
+    # issue 41: TF32 is CUDA float32's mode; elsewhere a wrong label
+    for bad in ('cpu:float32:tf32', 'cpu:float64:tf32', 'cuda:float64:tf32'):
+        with pytest.raises(ValueError, match='tf32 applies to cuda:float32 '
+                           'only.*drop :tf32'):
+            parse_setting(bad)
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match='CUDA is not available'):
             parse_setting('cuda:float32')
+        with pytest.raises(ValueError, match='CUDA is not available'):
+            parse_setting('cuda:float32:tf32')
     steps = plan_steps([dict(name='train', iters=3),
                         dict(name='transfer', iters=4, mode='alternate',
                              block_iters=2)])

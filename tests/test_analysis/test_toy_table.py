@@ -329,3 +329,37 @@ def test_a_result_that_cannot_be_stored_is_not_lost(tmp_path, monkeypatch):
     other.mkdir()
     (other / RUN_RESULT).write_text('{"name": "other/5/0", "ru')
     assert adopt_finished_runs(str(wd), results) == []
+
+
+def test_toy_data_of_another_seed_is_not_reused(tmp_path):
+    """Issue 41: a ``data0/`` made with another seed (or test size) was
+    taken as data seed 0 and its runs stored as seed 0's. Refused from the
+    set's record; a set made before the record by its first test image,
+    then recorded."""
+    from mmseg_sign.analysis.toy_data import TOY_DATA_RECORD, \
+        make_toy_dataset
+    from mmseg_sign.analysis.toy_table import TOY_VAL_SIZE, toy_data
+    data0 = tmp_path / 'data0'
+    make_toy_dataset(str(data0), num_train=10, num_val=10,
+                     val_size=TOY_VAL_SIZE, seed=1)
+    record = data0 / TOY_DATA_RECORD
+    assert json.loads(record.read_text())['seed'] == 1
+    with pytest.raises(ValueError, match=(
+            r"data0 holds toy data made with \{'seed': 1, 'val_size': "
+            r"\[96, 96\]\}.*not \{'seed': 0.*another --work-dir")):
+        toy_data(str(tmp_path), 0)
+    record.unlink()  # as made before the record existed
+    with pytest.raises(ValueError, match=(
+            "data0 holds toy data that is not {'seed': 0, 'val_size': "
+            r"\[96, 96\]}: its first test image")):
+        toy_data(str(tmp_path), 0)
+    (tmp_path / 'data1').symlink_to(data0)  # the seed it was made with
+    assert toy_data(str(tmp_path), 1) == str(tmp_path / 'data1')
+    assert json.loads(record.read_text()) == dict(seed=1, val_size=[96, 96])
+    make_toy_dataset(str(tmp_path / 'small'), num_train=10, num_val=10,
+                     seed=1)  # the default 64 x 64 test images
+    (tmp_path / 'small' / TOY_DATA_RECORD).unlink()
+    (tmp_path / 'data1').unlink()
+    (tmp_path / 'data1').symlink_to(tmp_path / 'small')
+    with pytest.raises(ValueError, match='its first test image'):
+        toy_data(str(tmp_path), 1)

@@ -279,6 +279,25 @@ def test_analysis_tools_out_onto_their_inputs(ws, tmp_path):
     assert 'Traceback' not in out
 
 
+def test_outputs_onto_the_images_a_tool_reads(ws):
+    """Issue 41: ``pytorch2onnx --verify --out`` onto a photograph of the
+    set it verifies on, and ``parity.py --out`` onto a photograph of the
+    data it reads, replaced it (rc 0); the guard compared the output with
+    the files named on the command line only. Both refused before work."""
+    images = ws / 'data' / 'toy' / 'JPEGImages'
+    first = sorted(images.iterdir())[0]
+    ckpt = ws / 'empty.pth'
+    ckpt.write_bytes(b'')
+    out = refused(['deployment/pytorch2onnx.py', TOY, str(ckpt), '--out',
+                   str(first), '--verify'], ws, [first],
+                  'lies inside the dataset img_path folder')
+    assert 'Traceback' not in out
+    out = refused(['analysis/parity.py', TOY, '--settings', 'cpu:float64',
+                   'cpu:float32', '--out', str(first)], ws, [first],
+                  'lies inside the dataset img_path folder')
+    assert 'Traceback' not in out
+
+
 def test_toy_table_report_only_with_nothing_stored(tmp_path):
     """--report-only on a work dir without the runs: a usage error (it
     printed an empty table with rc 0), nothing trained or made."""
@@ -368,6 +387,46 @@ def test_resume_from_another_runs_checkpoint_is_refused(ws):
     out = run_tool(['train.py', cfg, '--work-dir', str(ws / 'wd_own'),
                     '--resume', '--cfg-options',
                     'train_cfg.stages.0.iters=3'], ws)
+    assert 'resumed epoch: 0, iter: 2' in out
+
+
+def test_a_new_run_over_another_runs_checkpoints_is_refused(ws):
+    """Issue 41: a run without ``--resume`` in a used work dir (after a
+    crash, or the same command twice) wrote its ``iter_N.pth`` and
+    ``last_checkpoint`` over the earlier run's, rc 0. Refused by this
+    project's tools/train.py and, through the hook, by mmseg's; allowed
+    with ``--overwrite-checkpoints`` or ``overwrite_checkpoints=True``."""
+    from e2e_utils import mmseg_tool, run_tool
+    cfg = short_config(ws / 'cfgs' / 'short_fresh.py')
+    wd = ws / 'wd_fresh'
+    run_tool(['train.py', cfg, '--work-dir', str(wd)], ws)
+    kept = [wd / 'iter_2.pth', wd / 'last_checkpoint']
+    message = (f'the work dir {wd} holds checkpoints of an earlier run '
+               '(iter_2.pth): a new run would write its own over them')
+    out = refused(['train.py', cfg, '--work-dir', str(wd)], ws, kept,
+                  message)
+    assert '--resume' in out and '--overwrite-checkpoints' in out
+    assert 'Traceback' not in out
+    before = {p: p.read_bytes() for p in kept}
+    env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
+    proc = subprocess.run(
+        [sys.executable, mmseg_tool('train.py'), cfg, '--work-dir', str(wd)],
+        cwd=ws, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+    assert {p: p.read_bytes() for p in kept} == before
+    # the explicit choices: replace them (this tool's flag; the config key
+    # that mmseg's tool takes), or continue them (--resume, kept)
+    out = run_tool(['train.py', cfg, '--work-dir', str(wd),
+                    '--overwrite-checkpoints', '--cfg-options',
+                    'randomness.seed=1'], ws)
+    assert (wd / 'iter_2.pth').read_bytes() != before[wd / 'iter_2.pth']
+    proc = subprocess.run(
+        [sys.executable, mmseg_tool('train.py'), cfg, '--work-dir', str(wd),
+         '--cfg-options', 'overwrite_checkpoints=True'],
+        cwd=ws, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]
+    out = run_tool(['train.py', cfg, '--work-dir', str(wd), '--resume',
+                    '--cfg-options', 'train_cfg.stages.0.iters=3'], ws)
     assert 'resumed epoch: 0, iter: 2' in out
 
 

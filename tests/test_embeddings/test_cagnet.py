@@ -289,3 +289,27 @@ def test_missing_class_is_named(tmp_path):
     assert "['unicorn'] not found" in str(info.value)
     assert "unmatched labels there: ['background', 'potted_plant']" in str(
         info.value)
+
+
+def test_one_file_as_fasttext_and_word2vec_is_refused(tmp_path):
+    """Issue 41: the same pickle given as --fasttext and --word2vec built
+    a fastText ‖ fastText table, rc 0. The same vectors twice (one file, or
+    a copy) are refused naming both files; two different files build."""
+    rows = len(CAGNET_LABELS['voc'])
+    rng = np.random.default_rng(0)
+    ft = dump(tmp_path / 'fasttext.pkl', rng.normal(size=(rows, 300)))
+    copy = tmp_path / 'copy.pkl'
+    copy.write_bytes(ft.read_bytes())
+    for second in (ft, copy):
+        with pytest.raises(ValueError, match=(
+                f'{re.escape(str(ft))} and {re.escape(str(second))} hold the '
+                'same vectors: --fasttext and --word2vec need the two '
+                'different files')):
+            cagnet_class_embeddings('voc', ft, second)
+    proc = run_tool('--dataset', 'voc', '--fasttext', ft, '--word2vec', ft,
+                    '--out', tmp_path / 'voc.npz')
+    assert proc.returncode != 0 and 'hold the same vectors' in proc.stderr
+    assert not (tmp_path / 'voc.npz').exists()
+    w2v = dump(tmp_path / 'word2vec.pkl', rng.normal(size=(rows, 300)))
+    names, table = cagnet_class_embeddings('voc', ft, w2v)
+    assert table.shape == (len(names), 600)

@@ -21,7 +21,8 @@ from mmengine.config import Config, DictAction
 from mmengine.registry import init_default_scope
 
 from mmseg_sign.structures import StagePlan
-from mmseg_sign.utils.atomic import atomic_write, check_output_file
+from mmseg_sign.utils.atomic import (atomic_write, check_output_file,
+                                     dataset_folders)
 from mmseg_sign.utils.cli import merge_cfg_options
 from mmseg_sign.analysis.parity import (SETTING_HELP, compare, fixed_batch,
                                      fixed_weights, format_table,
@@ -74,6 +75,16 @@ def main(argv=None):
     args = parse_args(argv)
     cfg = Config.fromfile(args.config)
     merge_cfg_options(cfg, args.cfg_options)
+    if args.out:  # nor onto what it reads: the training images, the table
+        table = cfg.model.get('decode_head', {}).get('class_embeddings')
+        try:
+            check_output_file(args.out, {
+                **dataset_folders(cfg.train_dataloader.dataset),
+                'class-embedding table': table
+                if isinstance(table, str) else None}, 'parity.json')
+        except ValueError as err:
+            raise SystemExit(f'tools/analysis/parity.py: error: {err}') \
+                from None
     init_default_scope(cfg.get('default_scope', 'mmseg'))
     try:
         plan = StagePlan.from_config(cfg)

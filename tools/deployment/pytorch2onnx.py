@@ -31,7 +31,7 @@ from mmengine.config import Config, DictAction
 from mmseg_sign.deployment.onnx import (EXPORTERS, OUTPUTS, ExportError,
                                         compare, default_shape, export,
                                         load_model, test_images)
-from mmseg_sign.utils.atomic import check_output_file
+from mmseg_sign.utils.atomic import check_output_file, dataset_folders
 from mmseg_sign.utils.cli import merge_cfg_options
 
 
@@ -89,7 +89,11 @@ def main(argv=None) -> dict:
     merge_cfg_options(cfg, args.cfg_options)
     table = cfg.model.get('decode_head', {}).get('class_embeddings')
     check_output_file(args.out, {'class-embedding table': table
-                                 if isinstance(table, str) else None},
+                                 if isinstance(table, str) else None,
+                                 # --verify reads the test images
+                                 **(dataset_folders(
+                                     cfg.test_dataloader.dataset)
+                                    if args.verify else {})},
                       'model.onnx')
     model = load_model(cfg, args.checkpoint)
     shape = tuple(args.shape) if args.shape else default_shape(model)

@@ -22,9 +22,10 @@ class WorkDirLockHook(Hook):
     holds for mmseg's ``tools/train.py``, ``mim train`` and a Runner built
     in Python as for this project's ``tools/train.py`` (which locks before
     building the Runner; the hook then finds the lock its own). It also
-    refuses ``--resume`` from another run's checkpoint into a work dir that
-    holds checkpoints of its own (:func:`~mmseg_sign.utils.work_dir_lock.
-    check_resume_source`)."""
+    refuses a new run (no ``--resume``) in a work dir that holds
+    checkpoints, unless ``overwrite_checkpoints=True``, and ``--resume`` from
+    another run's checkpoint into a work dir that holds checkpoints of its
+    own (:func:`~mmseg_sign.utils.work_dir_lock.check_resume_source`)."""
     priority = 'VERY_HIGH'
 
     def before_run(self, runner) -> None:
@@ -32,8 +33,10 @@ class WorkDirLockHook(Hook):
             if lock_work_dir(runner.work_dir) is not None:
                 remove_partial_writes(runner.work_dir)
             # before mmengine loads or writes a checkpoint
-            check_resume_source(runner.work_dir, runner.cfg.get('load_from'),
-                                bool(runner.cfg.get('resume', False)))
+            check_resume_source(
+                runner.work_dir, runner.cfg.get('load_from'),
+                bool(runner.cfg.get('resume', False)),
+                bool(runner.cfg.get('overwrite_checkpoints', False)))
 
 
 def remove_partial_writes(work_dir: str) -> None:

@@ -36,6 +36,7 @@ class ClassEmbeddingMixin:
         if unseen_classes is not None:
             unseen_classes = _as_list(unseen_classes)
         names, table = self._load_table(path, embed_dim)
+        self._table_path = path
         self.class_names = None if names is None else tuple(names)
         # M: frozen mapping from a class index to its word embedding
         self.register_buffer('class_embedding', torch.from_numpy(table))
@@ -128,9 +129,40 @@ class ClassEmbeddingMixin:
                     generator.set_embed_channels(saved.shape[1])
             self._table_from_checkpoint = False
             self._table_error = None
+        elif isinstance(saved, Tensor) and not self._table_from_checkpoint:
+            self._check_saved_table(saved)
         super()._load_from_state_dict(state_dict, prefix, local_metadata,
                                       strict, missing_keys, unexpected_keys,
                                       error_msgs)
+
+    def _check_saved_table(self, saved: Tensor) -> None:
+        """A checkpoint's M replaces the table read from the file: refuse
+        it where the two differ, or the model would run on the checkpoint's
+        vectors under the file's class names (issue 41: ``tools/test.py
+        --cfg-options model.decode_head.class_embeddings=OTHER.npz`` scored
+        with the checkpoint's table, without a word).
+
+        Raises:
+            ValueError: naming the table file and both fixes.
+        """
+        mine = self.class_embedding
+        same = saved.shape == mine.shape and torch.allclose(
+            saved.detach().float().cpu(), mine.detach().float().cpu(),
+            rtol=1e-4, atol=1e-6)
+        if same:
+            return
+        shown = ', '.join(self.class_names[:4]) + (
+            ', ...' if len(self.class_names) > 4 else '')
+        raise ValueError(
+            f'the class-embedding table {self._table_path} '
+            f'(model.decode_head.class_embeddings: {mine.shape[0]} x '
+            f'{mine.shape[1]}, classes {shown}) is not the table this '
+            'checkpoint was trained with (its decode_head.class_embedding: '
+            f'{saved.shape[0]} x {saved.shape[1]}'
+            f'{", other vectors" if saved.shape == mine.shape else ""}); '
+            "the model would use the checkpoint's vectors under the file's "
+            'class names. Give the table the model was trained with; to '
+            'give the model new classes, use tools/add_classes.py.')
 
     def set_class_split(self, unseen: Sequence[Union[str, int]],
                         classes: Optional[Sequence[str]] = None) -> None:

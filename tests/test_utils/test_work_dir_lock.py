@@ -1,0 +1,59 @@
+"""utils/work_dir_lock.py's checks of the checkpoints a run would write
+over (check_resume_source), on hand-made work dirs; the same cases through
+tools/train.py and mmseg's tool: tests/test_e2e/test_output_guard.py."""
+import pytest
+
+from mmseg_sign.utils import work_dir_lock
+from mmseg_sign.utils.work_dir_lock import (check_resume_source,
+                                            work_dir_checkpoints)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo(monkeypatch):
+    # the function remembers what this process checked; each case anew
+    monkeypatch.setattr(work_dir_lock, '_resume_checked', set())
+
+
+def _work_dir(tmp_path, *names):
+    wd = tmp_path / 'wd'
+    wd.mkdir()
+    for name in names:
+        (wd / name).write_text('x')
+    (wd / '20261126_000000').mkdir()  # a log folder: not a checkpoint
+    return str(wd)
+
+
+def test_checkpoints_are_pth_files_and_last_checkpoint(tmp_path):
+    wd = _work_dir(tmp_path, 'iter_4.pth', 'last_checkpoint', 'cfg.py',
+                   'best_mIoU_iter_2.pth', 'scalars.json')
+    assert work_dir_checkpoints(wd) == [
+        'best_mIoU_iter_2.pth', 'iter_4.pth', 'last_checkpoint']
+    assert work_dir_checkpoints(str(tmp_path / 'missing')) == []
+
+
+@pytest.mark.parametrize('names', [(), ('cfg.py', 'scalars.json')])
+def test_a_new_run_in_a_work_dir_without_checkpoints_is_allowed(tmp_path,
+                                                                names):
+    check_resume_source(_work_dir(tmp_path, *names), None, resume=False)
+
+
+def test_a_new_run_over_checkpoints_needs_overwrite(tmp_path):
+    wd = _work_dir(tmp_path, 'iter_2.pth', 'iter_4.pth', 'last_checkpoint')
+    for load_from in (None, f'{wd}/iter_2.pth', str(tmp_path / 'x.pth')):
+        with pytest.raises(ValueError, match=(
+                rf'the work dir {wd} holds checkpoints of an earlier run '
+                r'\(iter_2.pth, iter_4.pth\).*--resume.*another --work-dir'
+                r'.*--overwrite-checkpoints.*overwrite_checkpoints=True')):
+            check_resume_source(wd, load_from, resume=False)
+        check_resume_source(wd, load_from, resume=False, overwrite=True)
+    (tmp_path / 'wd' / 'last_checkpoint').write_text(f'{wd}/iter_4.pth')
+    check_resume_source(wd, None, resume=True)  # continues its own run
+
+
+def test_resume_from_another_runs_checkpoint_stays_refused(tmp_path):
+    wd = _work_dir(tmp_path, 'iter_2.pth')
+    other = str(tmp_path / 'other.pth')
+    for overwrite in (False, True):
+        with pytest.raises(ValueError, match='another run\'s checkpoint'):
+            check_resume_source(wd, other, resume=True, overwrite=overwrite)
+    check_resume_source(wd, f'{wd}/iter_2.pth', resume=True)  # its own
