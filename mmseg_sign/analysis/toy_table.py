@@ -77,8 +77,10 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
     extra = ['--amp-dtype', amp_dtype] if amp_dtype else []
     options = [*cfg_options, f'{seed_key}={seed}']
     if data_root is not None:
-        options.append(f'model.decode_head.class_embeddings={data_root}/'
-                       'class_embeddings.npz')
+        if config_value(cfg_path, 'model.decode_head.class_embeddings'):
+            # a zero-shot head's table (a supervised one, FCN, has none)
+            options.append(f'model.decode_head.class_embeddings='
+                           f'{data_root}/class_embeddings.npz')
         options += [f'{loader}.dataset.data_root={data_root}'
                     for loader in ('train_dataloader', 'val_dataloader',
                                    'test_dataloader')]

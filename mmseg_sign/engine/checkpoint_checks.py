@@ -103,11 +103,22 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None,
     trained = meta.get('dataset_meta') if isinstance(meta, Mapping) else None
     trained = trained.get('classes') if isinstance(trained, Mapping) \
         else None
-    if trained is not None and dataset_classes is not None and \
-            len(trained) != len(dataset_classes):
-        problems.append(
-            f'the checkpoint was trained on {len(trained)} classes, the '
-            f'test dataset has {len(dataset_classes)}')
+    if trained is not None and dataset_classes is not None:
+        if len(trained) != len(dataset_classes):
+            problems.append(
+                f'the checkpoint was trained on {len(trained)} classes, the '
+                f'test dataset has {len(dataset_classes)}')
+        else:  # as many, but others (a toy model on CamVid): wrong names
+            differ = [(i, a, b) for i, (a, b) in enumerate(
+                zip(trained, dataset_classes))
+                if str(a).strip() != str(b).strip()]
+            if differ:
+                i, a, b = differ[0]
+                problems.append(
+                    f'the checkpoint was trained on other classes than the '
+                    f'test dataset\'s ({len(differ)} of {len(trained)} '
+                    f'differ; first: #{i} {a!r} vs {b!r}): its predictions '
+                    'would be scored under the wrong names')
     return problems
 
 

@@ -363,3 +363,21 @@ def test_toy_data_of_another_seed_is_not_reused(tmp_path):
     (tmp_path / 'data1').symlink_to(tmp_path / 'small')
     with pytest.raises(ValueError, match='its first test image'):
         toy_data(str(tmp_path), 1)
+
+
+def test_a_supervised_config_runs_on_the_toy_data(tmp_path):
+    """Issue 41: toy_table gave every config the toy class-embedding table,
+    so mmseg's FCN (no zero-shot head) failed in its head's constructor
+    with a raw TypeError. A head without a table gets none."""
+    proc = subprocess.run(
+        [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
+         osp.join(REPO, 'configs', 'baselines', 'fcn_r18-tiny_toy.py'),
+         '--seeds', '0', '--work-dir', str(tmp_path), '--cfg-options',
+         'train_cfg.max_iters=2', 'train_cfg.val_interval=2'],
+        capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert '| fcn_r18-tiny_toy@end | 1 |' in proc.stdout
+    stored = json.loads((tmp_path / 'results.json').read_text())
+    assert set(stored['fcn_r18-tiny_toy/0/0']['end']) >= {
+        'mIoU_seen', 'mIoU_unseen', 'hIoU'}

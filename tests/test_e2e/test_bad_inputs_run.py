@@ -324,6 +324,33 @@ def resume_with(body, *options):
     return action
 
 
+def resume_published(ctx, case):
+    """Issue 41: --resume from a published checkpoint was refused as "written
+    by another model"; it is the same model, for inference only."""
+    folder = ctx.fresh('pub_for_resume')
+    ctx.main('publish_model', ctx.ckpt, osp.join(folder, 'p.pth'),
+             '--no-hash')
+    wd = ctx.fresh('wd_resume_pub')
+    out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd, '--resume',
+                   '--cfg-options', f'load_from={osp.join(folder, "p.pth")}')
+    case.after = lambda: not [f for f in os.listdir(wd) if f.endswith('.pth')]
+    return out
+
+
+def test_on_other_classes(ctx, case):
+    """Issue 41: a checkpoint of another dataset with as many classes (a
+    CamVid model on the toy data) was scored under the toy's names."""
+    from mmseg_sign.datasets.class_names import CAMVID_CLASSES
+    ckpt = torch.load(ctx.ckpt, map_location='cpu', weights_only=False)
+    classes = [c for c in CAMVID_CLASSES if c != 'pole']
+    ckpt['meta']['dataset_meta']['classes'] = tuple(classes)
+    path = osp.join(ctx.fresh('other_classes'), 'camvid.pth')
+    torch.save(ckpt, path)
+    wd = ctx.fresh('wd_test_other')
+    case.after = lambda: not osp.exists(osp.join(wd, 'test_results.json'))
+    return ctx.tool('test.py', ctx.cfg, path, '--work-dir', wd)
+
+
 def load_published(allow):
 
     def action(ctx, case):
@@ -791,6 +818,18 @@ CASES = [
     Case('load_published_deliberately',
          'the same with --cfg-options allow_untrained_gan=True (runs)',
          load_published(True), r'Iter\(train\) \[3/3\]', ok=True),
+    # ---- issue 41: a published checkpoint resumed; other class names
+    Case('resume_published',
+         'tools/train.py --resume with load_from a published checkpoint',
+         resume_published,
+         r'--resume from \S*p\.pth: a published checkpoint '
+         r'\(tools/publish_model\.py\) holds the inference weights only.*'
+         r'load_from=PATH without --resume', traceback_ok=True),
+    Case('test_on_other_classes',
+         'tools/test.py with a checkpoint trained on 10 other classes',
+         test_on_other_classes,
+         r'trained on other classes than the test dataset\'s \(\d+ of 10 '
+         r"differ; first: #0 'sky' vs "),
     # ---- obscure: max_iters given where the plan is the home
     Case('max_iters_on_the_command_line',
          'tools/train.py sign_toy --cfg-options train_cfg.max_iters=10',

@@ -3,6 +3,7 @@ agree with each other and with the repository."""
 import os.path as osp
 import re
 
+import pytest
 import yaml
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -87,3 +88,25 @@ def test_baselines_metafile_lists_every_baseline_config():
         REPO, 'configs', 'baselines', '*.py'))
         if 'fcn' not in p and 'supervised' not in p}
     assert listed == shipped
+
+
+def test_baselines_toy_results_are_the_stored_runs_means():
+    """The toy Results of configs/baselines/metafile.yml are the means of
+    the runs kept in docs/toy_runs/protocol_data0.json (training seeds
+    0-9, data seed 0), recomputed here from the runs themselves."""
+    import json
+    runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
+                                   'protocol_data0.json')))
+    meta = yaml.safe_load(open(osp.join(REPO, 'configs', 'baselines',
+                                        'metafile.yml')))
+    stage = dict(spnet_toy='end', zs3net_toy_st='self_train',
+                 cagnet_toy_st='self_train')
+    with_results = {m['Name']: m['Results'][0]['Metrics']
+                    for m in meta['Models'] if 'Results' in m}
+    assert set(with_results) == set(stage)
+    for name, metrics in with_results.items():
+        seeds = [runs[f'{name}/0/{s}'][stage[name]] for s in range(10)]
+        for key in ('mIoU_seen', 'mIoU_unseen', 'hIoU'):
+            mean = sum(r[key] for r in seeds) / len(seeds)
+            assert metrics[key] == pytest.approx(mean, abs=0.005), \
+                (name, key)

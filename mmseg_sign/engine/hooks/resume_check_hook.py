@@ -67,11 +67,22 @@ class ResumeCheckHook(Hook):
         states: a checkpoint of another model (e.g. a SIGN run's in an
         SPNet config) would fail later on an optimizer's state (a raw
         ``KeyError``) or load a part of the weights."""
+        source = runner.cfg.get('load_from') or \
+            "the work dir's last checkpoint"
+        meta = checkpoint.get('meta')
+        if isinstance(meta, dict) and meta.get('sign_inference_only'):
+            # tools/publish_model.py's: the same model, for inference
+            raise ValueError(
+                f'--resume from {source}: a published checkpoint '
+                '(tools/publish_model.py) holds the inference weights only '
+                '(no G, no D, no optimizer or scheduler states), so no run '
+                'can continue from it. To train from it, give it as '
+                'load_from=PATH without --resume (G and D start from their '
+                'initialisation); to continue the run that made it, resume '
+                'that run\'s own checkpoint (its work dir\'s iter_N.pth).')
         problems = checkpoint_mismatches(unwrap_model(runner), checkpoint,
                                          inference=False)
         if problems:
-            source = runner.cfg.get('load_from') or \
-                "the work dir's last checkpoint"
             config = runner.cfg.filename or 'this config'
             raise ValueError(
                 f'--resume from {source}: it was written by another model '

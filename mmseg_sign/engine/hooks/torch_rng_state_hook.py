@@ -1,5 +1,7 @@
 """Keep torch's random state in checkpoints so that a resumed run draws the
 same ``z``, dropout masks and pixel samples as an uninterrupted one."""
+import logging
+
 import torch
 from mmengine.dist import all_gather, get_rank, get_world_size
 from mmengine.hooks import Hook
@@ -32,20 +34,48 @@ def as_rng_state(state, name: str = 'RNG state') -> torch.Tensor:
         Tensor: the state as a contiguous CPU ``uint8`` tensor.
 
     Raises:
-        ValueError: ``state`` holds values that are not bytes.
+        ValueError: ``state`` is not a 1-d tensor (or sequence) of bytes.
     """
-    t = torch.as_tensor(state.detach() if isinstance(state, torch.Tensor)
-                        else state).cpu()
+    fix = ('Resume from a checkpoint saved by TorchRNGStateHook, or delete '
+           'its `torch_rng_state` key (the run then resumes with fresh '
+           'draws).')
+    try:
+        if isinstance(state, (str, bytes, dict)) or state is None:
+            raise TypeError
+        t = torch.as_tensor(state.detach() if isinstance(
+            state, torch.Tensor) else state).cpu()
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(
+            f'The checkpoint\'s {name} is not a generator state (a byte '
+            f'tensor): it is {type(state).__name__} {str(state)[:40]!r}. '
+            + fix) from None
+    if t.dim() != 1 or not t.numel():
+        raise ValueError(
+            f'The checkpoint\'s {name} is not a generator state (a 1-d '
+            f'byte tensor): its shape is {tuple(t.shape)}. ' + fix)
     if t.dtype != torch.uint8:
         if t.is_floating_point() or t.is_complex() or t.numel() and bool(
                 ((t < 0) | (t > 255)).any()):
             raise ValueError(
                 f'The checkpoint\'s {name} is not a generator state (a byte '
                 f'tensor): it is a {t.dtype} tensor of shape '
-                f'{tuple(t.shape)}. Resume from a checkpoint saved by '
-                'TorchRNGStateHook, or delete its `torch_rng_state` key.')
+                f'{tuple(t.shape)}. ' + fix)
         t = t.to(torch.uint8)
     return t.contiguous()
+
+
+def _restore(setter, state, name: str) -> None:
+    """``setter(as_rng_state(state))``; a state of the wrong length (torch
+    checks it) is a ValueError naming it, not torch's RuntimeError."""
+    state = as_rng_state(state, name)
+    try:
+        setter(state)
+    except RuntimeError as err:
+        raise ValueError(
+            f'The checkpoint\'s {name} ({state.numel()} bytes) is not a '
+            f'state of this generator ({err}). Resume from a checkpoint '
+            'saved by TorchRNGStateHook, or delete its `torch_rng_state` '
+            'key (the run then resumes with fresh draws).') from None
 
 
 @HOOKS.register_module()
@@ -143,26 +173,41 @@ class TorchRNGStateHook(Hook):
         on the GPU now come from another generator, so the resumed run is
         a valid continuation but not bit-identical to an uninterrupted
         one; the log says so."""
-        state = checkpoint.get('torch_rng_state')
         # runner._resume: also set for a Runner built in Python without a
         # config (whose cfg has no `resume`)
-        if not state or not getattr(runner, '_resume', False):
+        if not getattr(runner, '_resume', False):
             return
+        state = checkpoint.get('torch_rng_state')
+        if state is None:
+            print_log(
+                'TorchRNGStateHook: the checkpoint holds no torch random '
+                'state (saved without this hook): the run resumes correctly, '
+                'but its random draws (z, dropout, pixel samples) differ '
+                'from those of an uninterrupted run.', logger='current',
+                level=logging.WARNING)
+            return
+        if not isinstance(state, dict) or 'cpu' not in state:
+            raise ValueError(
+                'The checkpoint\'s torch_rng_state is not the dict '
+                'TorchRNGStateHook saves (with a `cpu` state): it is '
+                f'{type(state).__name__} {str(state)[:40]!r}. Delete the '
+                'key (the run then resumes with fresh draws).')
         rank, world_size = get_rank(), get_world_size()
         cpu_ranks = state.get('cpu_ranks')
-        cpu = cpu_ranks[rank] if cpu_ranks and len(cpu_ranks) == \
-            world_size else state['cpu']
-        torch.set_rng_state(as_rng_state(cpu, 'CPU RNG state'))
+        cpu = cpu_ranks[rank] if isinstance(cpu_ranks, (list, tuple)) and \
+            len(cpu_ranks) == world_size else state['cpu']
+        _restore(torch.set_rng_state, cpu, 'CPU RNG state')
         cuda_ranks = state.get('cuda_ranks')
         cuda_here = torch.cuda.is_available()
         if cuda_ranks and len(cuda_ranks) == world_size and cuda_here:
-            torch.cuda.set_rng_state(
-                as_rng_state(cuda_ranks[rank], 'CUDA RNG state'))
+            _restore(torch.cuda.set_rng_state, cuda_ranks[rank],
+                     'CUDA RNG state')
             return
         cuda = state.get('cuda')
         if cuda and cuda_here and len(cuda) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(
-                [as_rng_state(s, 'CUDA RNG state') for s in cuda])
+            for device, one in enumerate(cuda):
+                _restore(lambda t, d=device: torch.cuda.set_rng_state(t, d),
+                         one, f'CUDA RNG state of GPU {device}')
         elif cuda or (cuda_here and world_size == 1):
             saved = f'{len(cuda)} CUDA generator state(s)' if cuda else \
                 'no CUDA generator state (a CPU run)'
