@@ -2,6 +2,7 @@
 built-in toy data (or their own) over training seeds and toy data seeds
 (``tools/toy_table.py``, docs/toy_results.md); the markdown is
 :mod:`.toy_markdown`, the results file :mod:`.toy_results`."""
+import functools
 import json
 import os
 import os.path as osp
@@ -77,7 +78,7 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
     extra = ['--amp-dtype', amp_dtype] if amp_dtype else []
     options = [*cfg_options, f'{seed_key}={seed}']
     if data_root is not None:
-        if config_value(cfg_path, 'model.decode_head.class_embeddings'):
+        if takes_class_table(cfg_path):
             # a zero-shot head's table (a supervised one, FCN, has none)
             options.append(f'model.decode_head.class_embeddings='
                            f'{data_root}/class_embeddings.npz')
@@ -239,6 +240,8 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
     # thread-safe (mmengine resolves `mmseg::` bases through pkg_resources)
     keys = {(c, tuple(o)): run_key(c, amp_dtype, o, seed_key)
             for c, _, o, _, _ in todo}
+    for c, *_ in todo:
+        takes_class_table(c)  # cached before the threads ask
     failed = []
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         futures = {pool.submit(run, c, wd, d, s, amp_dtype, options, tag,
@@ -310,6 +313,15 @@ def foreign_runs(results: dict, todo, amp_dtype=None,
                                                      seed_key):
             found.append(f'{name} (config {c})')
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def takes_class_table(cfg_path: str) -> bool:
+    """Whether the config's head reads a class-embedding table (a zero-shot
+    head's ``class_embeddings``; mmseg's FCN has none). Cached: the runs
+    ask from worker threads, and reading a config is not thread-safe
+    (:func:`train_runs` asks first, in the main thread)."""
+    return bool(config_value(cfg_path, 'model.decode_head.class_embeddings'))
 
 
 def config_value(cfg_path: str, key: str):

@@ -202,8 +202,14 @@ def test_determinism_sizes_and_cli(tmp_path, capsys):
     first = make_toy_dataset(str(tmp_path / 'a'), **kwargs)
     make_toy_dataset(str(tmp_path / 'b'), **kwargs)
     files_a, files_b = all_files(tmp_path / 'a'), all_files(tmp_path / 'b')
-    assert len(files_a) == 2 * (12 + 10) + 5
+    # images and labels, 2 lists, 2 word-vector files, the table, and the
+    # record of the arguments (toy_data.json)
+    assert len(files_a) == 2 * (12 + 10) + 6
     assert files_a == files_b
+    assert json.loads(files_a['toy_data.json']) == dict(
+        seed=3, num_train=12, num_val=10, train_size=[64, 64],
+        val_size=[96, 80], objects_per_image=[2, 4], noise_std=8.0,
+        position_jitter=0.06, embed_dims=[8, 6], embed_noise=0.2)
     assert first['embedding_dim'] == 14
     other = make_toy_dataset(str(tmp_path / 'c'), **dict(kwargs, seed=4))
     files_c = all_files(tmp_path / 'c')

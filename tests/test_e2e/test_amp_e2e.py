@@ -81,6 +81,32 @@ def test_mmseg_train_amp_is_this_projects_amp(workspace, bf16_run):
                         osp.join(bf16_run[0], 'iter_10.pth'))
 
 
+SPNET_SHORT = """
+param_scheduler = [dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0,
+                        end=4, by_epoch=False)]
+train_cfg = dict(max_iters=4, val_interval=4)
+default_hooks = dict(checkpoint=dict(interval=4), logger=dict(interval=1))
+"""
+
+
+def test_mmseg_train_amp_on_spnet_runs_on_a_cpu(workspace):
+    """Issue 41: mmseg's tools/train.py --amp on the SPNet config (one
+    optimizer wrapper) built mmengine's AmpOptimWrapper, which asserts a
+    GPU; its constructor now builds this project's mixed-precision wrapper
+    from it, so the run is this project's --amp run to the bit."""
+    cfg = write_config(workspace / 'spnet.py', 'configs/baselines/spnet_toy.py',
+                       SPNET_SHORT + REAL_LOADERS)
+    wds = {}
+    for mmseg in (False, True):
+        wds[mmseg] = str(workspace / f'wd_spnet_amp_{mmseg}')
+        out = run_tool(['train.py', cfg, '--work-dir', wds[mmseg], '--amp'],
+                       workspace, mmseg=mmseg)
+        assert 'Mixed precision: bfloat16 autocast on cpu' in out, out[-3000:]
+        assert len(logged(out, 'mIoU_seen')) == 1
+    assert_same_weights(osp.join(wds[True], 'iter_4.pth'),
+                        osp.join(wds[False], 'iter_4.pth'))
+
+
 @pytest.fixture(scope='module')
 def fp16_run(workspace):
     wd = str(workspace / 'wd_fp16')

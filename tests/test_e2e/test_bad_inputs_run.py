@@ -337,7 +337,7 @@ def resume_published(ctx, case):
     return out
 
 
-def test_on_other_classes(ctx, case):
+def score_other_classes(ctx, case):
     """Issue 41: a checkpoint of another dataset with as many classes (a
     CamVid model on the toy data) was scored under the toy's names."""
     from mmseg_sign.datasets.class_names import CAMVID_CLASSES
@@ -827,7 +827,7 @@ CASES = [
          r'load_from=PATH without --resume', traceback_ok=True),
     Case('test_on_other_classes',
          'tools/test.py with a checkpoint trained on 10 other classes',
-         test_on_other_classes,
+         score_other_classes,
          r'trained on other classes than the test dataset\'s \(\d+ of 10 '
          r"differ; first: #0 'sky' vs "),
     # ---- obscure: max_iters given where the plan is the home

@@ -4,7 +4,6 @@ a signal to the script alone would miss: on a GPU machine the orphans
 held the GPU); without its toy data it says so and fails (it exited 0)."""
 import os
 import os.path as osp
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,9 +27,11 @@ def _descendants_running(marker):
             if marker in line and 'ps -ww' not in line]
 
 
-def test_stopping_the_script_stops_its_steps(tmp_path, toy_root):
-    data = tmp_path / 'data0'
-    shutil.copytree(toy_root, data)
+def test_stopping_the_script_stops_its_steps(tmp_path):
+    from mmseg_sign.analysis.toy_data import make_toy_dataset
+    data = tmp_path / 'data0'  # as the script's DATA is made (small)
+    make_toy_dataset(str(data), num_train=24, num_val=8, val_size=(96, 96),
+                     seed=0)
     proc = subprocess.Popen(['bash', SCRIPT], env=_env(tmp_path, data),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)

@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 from mmseg_sign.models.losses import annealed_weights  # noqa: E402
-from mmseg_sign.utils.atomic import atomic_write  # noqa: E402
+from mmseg_sign.utils.atomic import (atomic_write,  # noqa: E402
+                                     check_output_file)
 
 
 def main():
@@ -24,6 +25,14 @@ def main():
                         default=[0.1, 0.25, 0.5, 1.0, 2.0, 5.0])
     parser.add_argument('--out', default='docs/ast_weights.png')
     args = parser.parse_args()
+    try:  # a folder, or a place nothing can be written (/proc), first
+        check_output_file(args.out, {}, 'ast_weights.png')
+    except ValueError as err:
+        parser.error(str(err))
+    bad = [t for t in args.temperatures if not t > 0]
+    if bad:
+        parser.error(f'--temperatures must be > 0 (eq. 16 divides by T), '
+                     f'got {bad}.')
     confidence = torch.linspace(0, 1, 201)
     fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=120)
     for t in args.temperatures:

@@ -7,6 +7,8 @@
 # (the choice that helps the baseline; docs/reproduction.md, "Baselines").
 iters = 46000
 optim_wrapper = dict(
+    # mmengine's constructor; mmseg's --amp also on a CPU (engine/optimizers)
+    constructor='AnyDeviceOptimWrapperConstructor',
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=2.5e-4, momentum=0.9, weight_decay=5e-4),
     paramwise_cfg=dict(custom_keys={
