@@ -81,7 +81,7 @@ RUNNER_KEYS = (
     'default_hooks', 'custom_hooks', 'data_preprocessor', 'load_from',
     'resume', 'launcher', 'env_cfg', 'log_processor', 'log_level',
     'visualizer', 'default_scope', 'randomness', 'experiment_name',
-    'model_wrapper_cfg', 'compile', 'cfg', 'custom_imports',
+    'model_wrapper_cfg', 'compile', 'cfg', 'custom_imports', 'runner_type',
     'activation_checkpointing', 'efficient_conv_bn_eval', 'resource_limit',
     'tta_model', 'tta_pipeline',
     # this project's switches (docs/user_guide.md)

@@ -354,6 +354,19 @@ def test_a_work_dir_holding_the_config_is_refused(ws, name):
     out = refused(args, ws, [cfg], f'the work dir {wd} holds the config '
                   f'{cfg} itself')
     assert 'Traceback' not in out
+    if name == 'train.py':  # mmseg's own: the schedule's ConfigGuardRunner
+        from e2e_utils import mmseg_tool
+        env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
+        before = open(cfg, 'rb').read()
+        proc = subprocess.run(
+            [sys.executable, mmseg_tool('train.py'), cfg, '--work-dir',
+             str(wd)], cwd=ws, env=env, capture_output=True, text=True,
+            timeout=300)
+        assert proc.returncode != 0
+        assert f'the work dir {wd} holds the config {cfg} itself' in \
+            proc.stdout + proc.stderr
+        assert open(cfg, 'rb').read() == before
+        assert not [f for f in os.listdir(wd) if f.endswith('.pth')]
 
 
 def test_resume_from_another_runs_checkpoint_is_refused(ws):

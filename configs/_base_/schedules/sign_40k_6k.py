@@ -102,6 +102,9 @@ param_scheduler = dict(
     self_train_generator=[],
     self_train_discriminator=[])
 
+# mmengine's Runner that never dumps the config over the config file
+# (engine/runner/config_guard_runner.py; mmseg's tools/train.py builds it)
+runner_type = 'ConfigGuardRunner'
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
 custom_hooks = [dict(type='TorchRNGStateHook')]

@@ -21,6 +21,9 @@ param_scheduler = [
          by_epoch=False)
 ]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=iters, val_interval=4000)
+# mmengine's Runner that never dumps the config over the config file
+# (engine/runner/config_guard_runner.py; mmseg's tools/train.py builds it)
+runner_type = 'ConfigGuardRunner'
 val_cfg = dict(type='ValLoop')
 test_cfg = dict(type='TestLoop')
 custom_hooks = [dict(type='TorchRNGStateHook')]
