@@ -76,8 +76,10 @@ from mmseg_sign.utils.atomic import (atomic_write, check_output_dir,
 from mmseg_sign.analysis.stats import parse_seeds
 from mmseg_sign.analysis.toy_markdown import (KEYS, comparison, table,
                                            table_by_data_seed)
+from mmseg_sign.analysis.toy_data import check_toy_data
 from mmseg_sign.analysis.toy_results import adopt_finished_runs, read_results
-from mmseg_sign.analysis.toy_table import (OWN_DATA, config_value, foreign_runs,
+from mmseg_sign.analysis.toy_table import (OWN_DATA, TOY_VAL_SIZE,
+                                        config_value, foreign_runs,
                                         row_stem, run_dir_name, stage_ends,
                                         sweep_points, train_runs)
 from mmseg_sign.analysis.toy_report import draw_comparison, plot_sweep
@@ -211,6 +213,15 @@ def main():
                     example)
             except ValueError as err:
                 parser.error(str(err))
+    if not args.report_only:  # a data{SEED}/ made before: of that seed
+        for d in args.data_seeds:
+            data_root = osp.join(wd, f'data{d}')
+            if d != OWN_DATA and osp.exists(
+                    osp.join(data_root, 'class_embeddings.npz')):
+                try:
+                    check_toy_data(data_root, d, TOY_VAL_SIZE)
+                except ValueError as err:
+                    parser.error(str(err))
     os.makedirs(wd, exist_ok=True)
     try:
         results = read_results(path)

@@ -164,3 +164,22 @@ def test_train_step_operators(toy_root):
         '_scaled_dot_product_flash_attention_for_cpu_backward']
     # tiny ResNet-18: 20 convolutions + SIM + head, each with a backward
     assert ops['convolution'] == ops['convolution_backward'] >= 20
+
+
+def test_the_tool_refuses_tf32_on_a_cpu(tmp_path):
+    """Issue 41: ``parity.py --settings cpu:float64 cpu:float32:tf32`` ran
+    and labelled a CPU row TF32; refused before any work."""
+    import os
+    import subprocess
+    import sys
+    out = tmp_path / 'p.json'
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO, 'tools', 'analysis', 'parity.py'),
+         os.path.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--settings',
+         'cpu:float64', 'cpu:float32:tf32', '--out', str(out)],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONWARNINGS='ignore'))
+    assert proc.returncode == 2
+    assert "setting 'cpu:float32:tf32': tf32 applies to cuda:float32 " \
+        'only' in proc.stderr
+    assert not out.exists()

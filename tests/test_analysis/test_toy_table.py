@@ -344,6 +344,15 @@ def test_toy_data_of_another_seed_is_not_reused(tmp_path):
                      val_size=TOY_VAL_SIZE, seed=1)
     record = data0 / TOY_DATA_RECORD
     assert json.loads(record.read_text())['seed'] == 1
+    # through the tool: refused before anything trains
+    proc = subprocess.run(
+        [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
+         osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
+         '--work-dir', str(tmp_path)], capture_output=True, text=True,
+        timeout=300, env=dict(os.environ, PYTHONWARNINGS='ignore'))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "data0 holds toy data made with {'seed': 1" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['data0']
     with pytest.raises(ValueError, match=(
             r"data0 holds toy data made with \{'seed': 1, 'val_size': "
             r"\[96, 96\]\}.*not \{'seed': 0.*another --work-dir")):

@@ -348,7 +348,25 @@ def score_other_classes(ctx, case):
     torch.save(ckpt, path)
     wd = ctx.fresh('wd_test_other')
     case.after = lambda: not osp.exists(osp.join(wd, 'test_results.json'))
-    return ctx.tool('test.py', ctx.cfg, path, '--work-dir', wd)
+    # the flag a split refusal suggests changes nothing here
+    return ctx.tool('test.py', ctx.cfg, path, '--work-dir', wd,
+                    '--allow-split-change')
+
+
+def score_with_another_table(ctx, case):
+    """Issue 41: tools/test.py with a class-embedding table the checkpoint
+    was not trained with ran on the checkpoint's vectors, without a word."""
+    from mmseg_sign.datasets.class_names import TOY_CLASSES
+    from mmseg_sign.embeddings import save_class_embeddings
+    table = osp.join(ctx.fresh('other_table'), 'other.npz')
+    save_class_embeddings(table, TOY_CLASSES, np.random.default_rng(5)
+                          .normal(size=(len(TOY_CLASSES), 600))
+                          .astype(np.float32))
+    wd = ctx.fresh('wd_test_table')
+    case.after = lambda: not osp.exists(osp.join(wd, 'test_results.json'))
+    return ctx.tool('test.py', ctx.cfg, ctx.ckpt, '--work-dir', wd,
+                    '--cfg-options',
+                    f'model.decode_head.class_embeddings={table}')
 
 
 def load_published(allow):
@@ -825,8 +843,15 @@ CASES = [
          r'--resume from \S*p\.pth: a published checkpoint '
          r'\(tools/publish_model\.py\) holds the inference weights only.*'
          r'load_from=PATH without --resume', traceback_ok=True),
+    Case('test_with_another_class_table',
+         'tools/test.py --cfg-options model.decode_head.class_embeddings='
+         'OTHER.npz (the toy classes, other vectors)',
+         score_with_another_table,
+         r'the class-embedding table \S*other\.npz .* is not the table this '
+         r'checkpoint was trained with', traceback_ok=True),
     Case('test_on_other_classes',
-         'tools/test.py with a checkpoint trained on 10 other classes',
+         'tools/test.py --allow-split-change with a checkpoint trained on '
+         '10 other classes',
          score_other_classes,
          r'trained on other classes than the test dataset\'s \(\d+ of 10 '
          r"differ; first: #0 'sky' vs "),
