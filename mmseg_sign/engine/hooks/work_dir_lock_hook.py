@@ -33,9 +33,13 @@ class WorkDirLockHook(Hook):
             if lock_work_dir(runner.work_dir) is not None:
                 remove_partial_writes(runner.work_dir)
             # before mmengine loads or writes a checkpoint
+            # the Runner's own (also set when it is built in Python
+            # without a config)
             check_resume_source(
-                runner.work_dir, runner.cfg.get('load_from'),
-                bool(runner.cfg.get('resume', False)),
+                runner.work_dir,
+                getattr(runner, '_load_from', runner.cfg.get('load_from')),
+                bool(getattr(runner, '_resume',
+                             runner.cfg.get('resume', False))),
                 bool(runner.cfg.get('overwrite_checkpoints', False)))
 
 
