@@ -12,9 +12,30 @@ CONFIG=${CONFIG:-configs/sign/sign_toy.py}
 WORK_DIR=${WORK_DIR:-work_dirs/sign_toy}
 
 [ -f data/toy/class_embeddings.npz ] || $PY tools/make_toy_dataset.py
-# a second demo continues (or, when it ended, just re-tests) the first run
-RESUME=(); [ -f "$WORK_DIR/last_checkpoint" ] && RESUME=(--resume)
-$PY tools/train.py "$CONFIG" --work-dir "$WORK_DIR" "${RESUME[@]}" "$@"
+# a second demo in the same work dir tests the first run again when it
+# ended, and continues it (--resume) when it was cut short
+RESUME=(); FINISHED=0
+if [ -f "$WORK_DIR/last_checkpoint" ]; then
+  RESUME=(--resume)
+  FINISHED=$($PY - "$WORK_DIR/$(basename "$CONFIG")" \
+    "$(cat "$WORK_DIR/last_checkpoint")" 2>/dev/null <<'EOF' || echo 0
+import re
+import sys
+
+from mmengine.config import Config
+
+plan = Config.fromfile(sys.argv[1]).train_cfg['stages']  # the run's own
+done = re.search(r'iter_(\d+)\.pth$', sys.argv[2])
+print(int(bool(done) and int(done.group(1)) >= sum(s['iters'] for s in plan)))
+EOF
+)
+fi
+if [ "$FINISHED" = 1 ]; then
+  echo "$WORK_DIR holds a finished run: testing it again (delete the folder," \
+    "or give another WORK_DIR, to train anew)"
+else
+  $PY tools/train.py "$CONFIG" --work-dir "$WORK_DIR" "${RESUME[@]}" "$@"
+fi
 CHECKPOINT=$(cat "$WORK_DIR/last_checkpoint")
 $PY tools/test.py "$CONFIG" "$CHECKPOINT" --work-dir "$WORK_DIR/test" \
   --show-dir "$WORK_DIR/vis" 2>&1 | tee "$WORK_DIR/test.log" | \
