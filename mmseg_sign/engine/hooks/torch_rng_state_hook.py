@@ -15,6 +15,10 @@ from mmseg.registry import HOOKS
 # would build a loop that is still a config (a test loop during training)
 _LOOPS = ('_train_loop', '_val_loop', '_test_loop')
 
+# the way out of every damaged-state error
+_FIX = ('Resume from a checkpoint saved by TorchRNGStateHook, or delete its '
+        '`torch_rng_state` key (the run then resumes with fresh draws).')
+
 
 def as_rng_state(state, name: str = 'RNG state') -> torch.Tensor:
     """``state`` as ``torch.set_rng_state`` / ``torch.cuda.set_rng_state``
@@ -36,9 +40,6 @@ def as_rng_state(state, name: str = 'RNG state') -> torch.Tensor:
     Raises:
         ValueError: ``state`` is not a 1-d tensor (or sequence) of bytes.
     """
-    fix = ('Resume from a checkpoint saved by TorchRNGStateHook, or delete '
-           'its `torch_rng_state` key (the run then resumes with fresh '
-           'draws).')
     try:
         if isinstance(state, (str, bytes, dict)) or state is None:
             raise TypeError
@@ -48,18 +49,18 @@ def as_rng_state(state, name: str = 'RNG state') -> torch.Tensor:
         raise ValueError(
             f'The checkpoint\'s {name} is not a generator state (a byte '
             f'tensor): it is {type(state).__name__} {str(state)[:40]!r}. '
-            + fix) from None
+            + _FIX) from None
     if t.dim() != 1 or not t.numel():
         raise ValueError(
             f'The checkpoint\'s {name} is not a generator state (a 1-d '
-            f'byte tensor): its shape is {tuple(t.shape)}. ' + fix)
+            f'byte tensor): its shape is {tuple(t.shape)}. ' + _FIX)
     if t.dtype != torch.uint8:
         if t.is_floating_point() or t.is_complex() or t.numel() and bool(
                 ((t < 0) | (t > 255)).any()):
             raise ValueError(
                 f'The checkpoint\'s {name} is not a generator state (a byte '
                 f'tensor): it is a {t.dtype} tensor of shape '
-                f'{tuple(t.shape)}. ' + fix)
+                f'{tuple(t.shape)}. ' + _FIX)
         t = t.to(torch.uint8)
     return t.contiguous()
 
@@ -73,9 +74,7 @@ def _restore(setter, state, name: str) -> None:
     except RuntimeError as err:
         raise ValueError(
             f'The checkpoint\'s {name} ({state.numel()} bytes) is not a '
-            f'state of this generator ({err}). Resume from a checkpoint '
-            'saved by TorchRNGStateHook, or delete its `torch_rng_state` '
-            'key (the run then resumes with fresh draws).') from None
+            f'state of this generator ({err}). ' + _FIX) from None
 
 
 @HOOKS.register_module()
