@@ -36,7 +36,8 @@ def test_stopping_the_script_stops_its_steps(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     work = str(tmp_path / 'work')
-    steps = tmp_path / 'work-smoke' / 'out' / 'steps.txt'
+    out = tmp_path / 'work-smoke' / 'out'
+    steps = out / 'report.md'  # rewritten after every step
     deadline = time.time() + 240
     # wait until the toy runs train (step 2 started and a run is alive)
     while time.time() < deadline:
@@ -56,6 +57,15 @@ def test_stopping_the_script_stops_its_steps(tmp_path):
     while _descendants_running(work) and time.time() < deadline:
         time.sleep(0.5)
     assert _descendants_running(work) == [], _descendants_running(work)
+    # what a device tool brings back: a few files, the report whole
+    # (issue 39: ten and more files before, and a tool that returns 8
+    # dropped the toy's runs)
+    assert {p.name for p in out.iterdir()} <= {
+        'report.md', 'parity.json', 'toy.json'}
+    report = (out / 'report.md').read_text()
+    for part in ('## versions', '## steps', '## parity',
+                 '| term | max rel. diff cpu:float32 vs cpu:float64'):
+        assert part in report, report[:2000]
 
 
 def test_missing_toy_data_is_an_error(tmp_path):

@@ -110,3 +110,32 @@ def test_baselines_toy_results_are_the_stored_runs_means():
             mean = sum(r[key] for r in seeds) / len(seeds)
             assert metrics[key] == pytest.approx(mean, abs=0.005), \
                 (name, key)
+
+
+def test_gpu_claims_are_the_stored_runs():
+    """docs/gpu.md's answer (issue 39) recomputed from the runs it stored
+    (docs/toy_runs/gpu_h200_data0.json): the paired GPU − CPU and bf16 −
+    fp32 differences it quotes, and the claim that the GPU machine's CPU
+    runs equal the protocol's CPU runs value for value."""
+    import json
+    from mmseg_sign.analysis.stats import paired_difference
+    runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
+                                   'gpu_h200_data0.json')))
+    protocol = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
+                                       'protocol_data0.json')))
+    doc = open(osp.join(REPO, 'docs', 'gpu.md')).read()
+
+    def h(stem, stage):
+        return [runs[f'{stem}/0/{s}'][stage]['hIoU'] for s in range(10)]
+
+    for a, b, stage, quoted in [
+            ('sign_toy', 'sign_toy+cpu', 'self_train', '+1.02 ± 3.88'),
+            ('sign_toy', 'sign_toy+cpu', 'transfer', '+0.87 ± 3.85'),
+            ('sign_toy+bfloat16', 'sign_toy', 'self_train', '−0.58 ± 2.90')]:
+        d = paired_difference(h(a, stage), h(b, stage)).diff
+        text = f'{d.mean:+.2f} ± {d.half:.2f}'.replace('-', '−')
+        assert text == quoted and quoted in doc, (a, b, stage, text)
+    for s in range(10):
+        cpu, here = runs[f'sign_toy+cpu/0/{s}'], protocol[f'sign_toy/0/{s}']
+        for stage in ('train', 'transfer', 'self_train'):
+            assert cpu[stage] == here[stage], (s, stage)

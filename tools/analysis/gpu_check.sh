@@ -20,9 +20,12 @@
 #   3. speed: tools/analysis/benchmark.py in fp32 / fp16 / bf16, the GPU
 #      otherwise idle, if time is left (BUDGET)
 #
-# Results (small files) in OUT: steps.txt, versions.txt, parity.md /
-# parity_*.json, toy_gpu_vs_cpu.md, toy.json (every run), toy_<dtype>.md,
-# bench_<dtype>.md.
+# Results in OUT, three files (a device tool may bring back only a few):
+# report.md (versions, steps, the toy tables, speed, parity: rewritten
+# after every step, so a call cut short still has what it finished),
+# toy.json (every toy run: toy_table.py's results.json, for --report-only)
+# and parity.json; pip.log only if the install failed. The parts of
+# report.md are kept in WORK/report.
 # Rehearsal and real runs never share a work folder: SMOKE=1 works in
 # WORK-smoke. Each step that finds its results already there skips them
 # (toy_table.py's results.json), so a call cut short is simply repeated.
@@ -53,8 +56,9 @@ DATA=${DATA:-.gpu/data0}
 SITE=${SITE:-/tmp/gpu_check_site}
 SEEDS=${SEEDS:-0-9}
 BUDGET=${BUDGET:-560}
-mkdir -p "$OUT" "$WORK"
+mkdir -p "$OUT" "$WORK/report"
 WORK=$(cd "$WORK" && pwd); OUT=$(cd "$OUT" && pwd)
+R=$WORK/report  # report.md's parts
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 limit() { local l=$(( $(left) - ${1:-20} )); echo $(( l > 10 ? l : 10 )); }
 # Every step runs under `timeout`, which puts itself and the step in a
@@ -71,25 +75,39 @@ stop_steps() {
   local p; for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 }
 trap 'stop_steps; exit 143' INT TERM
-trap stop_steps EXIT
+report() {  # OUT/report.md from the parts there are so far
+  local f title
+  { echo "# gpu_check.sh ($(git rev-parse --short HEAD 2>/dev/null))"
+    for f in versions.txt steps.txt toy_gpu_vs_cpu.md toy_float16.md \
+        toy_bfloat16.md bench_float32.md bench_float16.md \
+        bench_bfloat16.md parity.md; do
+      [ -s "$R/$f" ] || continue
+      title=${f%.*}; echo; echo "## $title"; echo
+      case $f in *.txt) echo '```'; cat "$R/$f"; echo '```';;
+                 *) sed 's/^## /### /' "$R/$f";; esac
+    done; } > "$OUT/report.md"
+  [ -f "$WORK/toy/results.json" ] && cp "$WORK/toy/results.json" "$OUT/toy.json"
+}
+trap 'stop_steps; report' EXIT
 if [ ! -f "$DATA/class_embeddings.npz" ]; then
   echo "error: DATA=$DATA holds no toy data (class_embeddings.npz); make" \
     "it on a machine with gensim: python tools/make_toy_dataset.py --out" \
-    "$DATA --val-size 96 96 --seed 0" | tee -a "$OUT/steps.txt" >&2
+    "$DATA --val-size 96 96 --seed 0" | tee -a "$R/steps.txt" >&2
   exit 1
 fi
-step() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/steps.txt"; }
+step() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$R/steps.txt"; report; }
 
 # ---------------------------------------------------------------- 0. install
 if ! $PY -c 'import mmcv.ops, mmengine, mmseg' 2>/dev/null; then
   $PY -m pip install -q --no-index --no-deps --no-compile --target "$SITE" \
-    "$WHEELS"/*.whl > "$OUT/pip.log" 2>&1 || { step "pip failed"; exit 1; }
+    "$WHEELS"/*.whl > "$R/pip.log" 2>&1 || {
+    cp "$R/pip.log" "$OUT/"; step "pip failed"; exit 1; }
   export PYTHONPATH=$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}
 else
   export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
-$PY - <<'PY' 2>&1 | tee "$OUT/versions.txt" || exit 1
+$PY - <<'PY' 2>&1 | tee "$R/versions.txt" || exit 1
 import mmcv, mmcv.ops, mmengine, mmseg, torch, mmseg_sign  # noqa
 cuda = torch.cuda.is_available()
 print(f'torch {torch.__version__}, mmcv {mmcv.__version__}, mmengine '
@@ -129,7 +147,7 @@ DATA_OPTS=(model.decode_head.class_embeddings=$D0/class_embeddings.npz
            test_dataloader.dataset.data_root=$D0)
 OMP_NUM_THREADS=4 bounded 150 $PY tools/analysis/parity.py $TOY \
   --settings "${SETTINGS[@]}" --out "$WORK/parity/parity.json" \
-  --cfg-options "${DATA_OPTS[@]}" > "$OUT/parity.md" 2> "$WORK/parity.log"
+  --cfg-options "${DATA_OPTS[@]}" > "$R/parity.md" 2> "$WORK/parity.log"
 step "parity rc=$?"
 cp "$WORK/parity/parity.json" "$OUT/parity.json" 2>/dev/null
 
@@ -168,9 +186,8 @@ if [ "$GPU" = 1 ]; then
 fi
 $PY tools/toy_table.py $TOY --report-only --seeds $SEEDS --data-seeds 0 \
   "${opts[@]}" "${CTAG[@]}" --work-dir "$T2" --rows "${ROWS[@]}" \
-  "${CMP[@]}" --out "$OUT/toy_gpu_vs_cpu.md" 2>&1 | tee "$WORK/toy_report.log"
+  "${CMP[@]}" --out "$R/toy_gpu_vs_cpu.md" 2>&1 | tee "$WORK/toy_report.log"
 step "toy report rc=${PIPESTATUS[0]}"
-cp "$T2/results.json" "$OUT/toy.json" 2>/dev/null
 
 # 2b. mixed precision on the GPU (PRECISIONS, e.g. "float16 bfloat16";
 # default none: the 9-minute call is the pairing above)
@@ -180,19 +197,19 @@ for P in ${PRECISIONS:-}; do
   OMP_NUM_THREADS=1 bounded $(limit 30) $PY tools/toy_table.py $TOY \
     --amp-dtype $P --seeds $SEEDS --data-seeds 0 --jobs $NSEEDS \
     "${opts[@]}" "${GTAG[@]}" --work-dir "$T2" \
-    --out "$OUT/toy_$P.md" > "$WORK/toy_$P.log" 2>&1
+    --out "$R/toy_$P.md" > "$WORK/toy_$P.log" 2>&1
   step "toy $P rc=$?"
 done
 
 # ------------------------------------------------------------------ 3. speed
 for P in float32 float16 bfloat16; do
-  [ -s "$OUT/bench_$P.md" ] && continue
+  [ -s "$R/bench_$P.md" ] && continue
   [ "$(left)" -lt 90 ] && { step "no time left for bench $P"; break; }
   amp=(); [ $P != float32 ] && amp=(--amp-dtype $P)
   OMP_NUM_THREADS=8 bounded $(limit 10) $PY tools/analysis/benchmark.py \
     "${BENCH[@]}" --device $DEV "${amp[@]}" > "$WORK/bench_$P.log" 2>&1
   step "bench $P rc=$?"
-  grep -E '^(torch|\|)' "$WORK/bench_$P.log" > "$OUT/bench_$P.md"
+  grep -E '^(torch|\|)' "$WORK/bench_$P.log" > "$R/bench_$P.md"
   [ "$GPU" = 1 ] || break  # the rehearsal: fp32 only
 done
 step end
