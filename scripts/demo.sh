@@ -24,9 +24,13 @@ import sys
 
 from mmengine.config import Config
 
-plan = Config.fromfile(sys.argv[1]).train_cfg['stages']  # the run's own
+from mmseg_sign.structures import StagePlan
+
+cfg = Config.fromfile(sys.argv[1])  # the run's own
+plan = StagePlan.from_config(cfg)
+length = plan.total_iters if plan else cfg.train_cfg['max_iters']
 done = re.search(r'iter_(\d+)\.pth$', sys.argv[2])
-print(int(bool(done) and int(done.group(1)) >= sum(s['iters'] for s in plan)))
+print(int(bool(done) and int(done.group(1)) >= length))
 EOF
 )
 fi
