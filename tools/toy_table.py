@@ -302,7 +302,8 @@ def main():
         lines += ['', 'Paired differences (the same data seeds and training '
                   'seeds; 95 % CI, Student\'s t):', '', *comparison(
                       results, rows, args.compare, args.data_seeds,
-                      args.seeds)]
+                      args.seeds, 'the runs say' if args.data == 'config'
+                      else 'the toy says')]
     if args.picture:
         labels = {target: label for label, target in rows.items()}
         models = []

@@ -125,7 +125,7 @@ def paired_values(results: dict, row_a: tuple, row_b: tuple, data_seeds,
 
 
 def comparison(results: dict, rows: dict, pairs_of_labels, data_seeds,
-               seeds) -> list:
+               seeds, says: str = 'the toy says') -> list:
     """Markdown lines: for each ``(A, B)``, the paired difference A − B of
     each metric over the runs both have (mean ± 95 % CI, n, how many pairs
     A won) and what the table can say: ``A > B``, ``A < B`` (the interval
@@ -137,12 +137,14 @@ def comparison(results: dict, rows: dict, pairs_of_labels, data_seeds,
         pairs_of_labels (Sequence[tuple[str, str]]): labels of ``rows``.
         data_seeds (Sequence[int]): the data seeds to pair over.
         seeds (Sequence[int]): the training seeds to pair over.
+        says (str): the verdict column's header (``'the runs say'`` for
+            runs on a config's own data, e.g. CamVid).
 
     Returns:
         list[str]: the header and one line per comparison and metric.
     """
     lines = ['| A − B | metric | n | difference (95 % CI) | A wins | '
-             'the toy says |', '|---|---|---|---|---|---|']
+             f'{says} |', '|---|---|---|---|---|---|']
     names = dict(zip(KEYS, ('seen mIoU', 'unseen mIoU', 'harmonic mIoU')))
     for la, lb in pairs_of_labels:
         for metric in KEYS:

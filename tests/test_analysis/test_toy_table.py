@@ -68,6 +68,12 @@ def test_compare_is_a_paired_difference_with_its_interval():
     # A − C: 5 on every pair -> A > C
     assert '| A − C | harmonic mIoU | 3 | 5.00 ± 0.00 | 3/3 | A > C |' in \
         lines
+    assert lines[0].endswith('| A wins | the toy says |')
+    # runs on a config's own data (CamVid) are not the toy's
+    own = comparison(results, rows, [('A', 'C')], [0], [0, 1, 2],
+                     says='the runs say')
+    assert own[0].endswith('| A wins | the runs say |') and own[1:] == [
+        lines[1], *lines[-3:]]
 
 
 def test_param_counts_split_the_sim_from_the_inference_model(tmp_path):
