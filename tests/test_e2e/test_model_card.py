@@ -23,6 +23,14 @@ def card_rows():
     return rows
 
 
+def assert_means(metrics, stored, name):
+    """A metafile entry's Metrics are the means of its stored runs (the
+    metafile holds two decimals)."""
+    for key in ('mIoU_seen', 'mIoU_unseen', 'hIoU'):
+        mean = sum(r[key] for r in stored) / len(stored)
+        assert metrics[key] == pytest.approx(mean, abs=0.005), (name, key)
+
+
 def test_metafile_entries_exist_and_release_no_weights():
     meta = yaml.safe_load(open(META))
     index = yaml.safe_load(open(osp.join(REPO, 'model-index.yml')))
@@ -105,11 +113,8 @@ def test_baselines_toy_results_are_the_stored_runs_means():
                     for m in meta['Models'] if 'Results' in m}
     assert set(with_results) == set(stage)
     for name, metrics in with_results.items():
-        seeds = [runs[f'{name}/0/{s}'][stage[name]] for s in range(10)]
-        for key in ('mIoU_seen', 'mIoU_unseen', 'hIoU'):
-            mean = sum(r[key] for r in seeds) / len(seeds)
-            assert metrics[key] == pytest.approx(mean, abs=0.005), \
-                (name, key)
+        assert_means(metrics, [runs[f'{name}/0/{s}'][stage[name]]
+                               for s in range(10)], name)
 
 
 def test_gpu_claims_are_the_stored_runs():
@@ -157,12 +162,9 @@ def test_camvid_results_are_the_stored_runs_means():
               'sign_camvid_st': ('sign_camvid_st', 'self_train'),
               'sign_camvid_transfer-only': ('sign_camvid', 'transfer')}
     for name, (stem, stage) in source.items():
-        metrics = meta[name]['Results'][0]['Metrics']
-        seeds = [runs[f'{stem}/own/{s}'][stage] for s in range(5)]
-        for key in ('mIoU_seen', 'mIoU_unseen', 'hIoU'):
-            mean = sum(r[key] for r in seeds) / len(seeds)
-            assert metrics[key] == pytest.approx(mean, abs=0.005), \
-                (name, key)
+        assert_means(meta[name]['Results'][0]['Metrics'],
+                     [runs[f'{stem}/own/{s}'][stage] for s in range(5)],
+                     name)
     # sign_camvid_st trains sign_camvid's first two stages to the bit
     for s in range(5):
         assert runs[f'sign_camvid_st/own/{s}']['transfer'] == \
