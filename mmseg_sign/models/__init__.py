@@ -1,3 +1,4 @@
+from .backbones import EfficientNetLite
 from .decode_heads import SIGNHead
 from .discriminators import PixelLinearDiscriminator, PixelMLPDiscriminator
 from .generators import PixelMLPGenerator
@@ -7,7 +8,7 @@ from .segmentors import ZeroShotEncoderDecoder
 from .utils import positional_encoding_2d
 
 __all__ = [
-    'SIGNHead', 'PixelMLPGenerator', 'PixelLinearDiscriminator',
+    'EfficientNetLite',     'SIGNHead', 'PixelMLPGenerator', 'PixelLinearDiscriminator',
     'PixelMLPDiscriminator', 'SpatialInformationModule',
     'ZeroShotEncoderDecoder', 'gaussian_mmd', 'annealed_weights',
     'positional_encoding_2d'

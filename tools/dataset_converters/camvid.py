@@ -8,6 +8,14 @@ class ids 0-10 and 11 = void, and ``train.txt`` / ``val.txt`` /
 
     OUT/img_dir/{train,val,test}/NAME.png
     OUT/ann_dir/{train,val,test}/NAME.png   # 0-10 (CamVid's 11), 255 = void
+    OUT/splits/train_{fit,held-out}.txt     # the training photographs cut in two
+
+The two lists cut the training split for choosing a recipe without the
+validation photographs (``ann_file='splits/train_fit.txt'``; docs/
+camvid.md): the held-out part is one stretch of driving, sequence 0016E5
+(the validation photographs' sequence) from frame 04350 to 05940 (54
+photographs, the start of a stretch the tutorial's list begins after a gap),
+the rest fit.
 
 ``--scale S`` resizes both (images area-averaged, labels nearest); the
 default, 0.375, writes the 180×135 photographs the shipped CamVid configs
@@ -40,6 +48,28 @@ MIN_SIDE = 32
 #: where a conversion writes before it is complete (renamed into place at
 #: the end, so a killed conversion leaves no half data set)
 PARTIAL = '.camvid-partial'
+#: the training photographs held out for choosing a recipe: sequence, first
+#: and last frame (inclusive)
+HELD_OUT = ('0016E5', 4350, 5940)
+
+
+def is_held_out(name: str) -> bool:
+    """Whether a training photograph (``SEQ_FRAME``) is in ``HELD_OUT``."""
+    seq, _, frame = name.rpartition('_')
+    return (seq == HELD_OUT[0] and frame.isdigit()
+            and HELD_OUT[1] <= int(frame) <= HELD_OUT[2])
+
+
+def write_train_splits(names: list, out: str) -> dict:
+    """``splits/train_fit.txt`` and ``splits/train_held-out.txt`` under
+    ``out`` (names without suffix, mmseg's ``ann_file`` format)."""
+    os.makedirs(osp.join(out, 'splits'), exist_ok=True)
+    parts = dict(fit=[n for n in names if not is_held_out(n)],
+                 **{'held-out': [n for n in names if is_held_out(n)]})
+    for part, kept in parts.items():
+        with open(osp.join(out, 'splits', f'train_{part}.txt'), 'w') as f:
+            f.write(''.join(f'{n}\n' for n in kept))
+    return {part: len(kept) for part, kept in parts.items()}
 
 
 def split_pairs(src: str, split: str) -> list:
@@ -206,13 +236,18 @@ def main(argv=None):
                 sys.exit(f'error: {where}{err} (nothing was written to '
                          f'{args.out}).')
         counts[split] = len(pairs)
-    for sub in ('img_dir', 'ann_dir'):
+    parts = write_train_splits(
+        [osp.splitext(osp.basename(image))[0]
+         for image, _ in splits['train']], partial)
+    for sub in ('img_dir', 'ann_dir', 'splits'):
         shutil.rmtree(osp.join(args.out, sub), ignore_errors=True)
         os.replace(osp.join(partial, sub), osp.join(args.out, sub))
     os.rmdir(partial)
     for split, count in counts.items():
         print(f'{split}: {count} pairs -> '
               f'{osp.join(args.out, "img_dir", split)}')
+    print(f'train split in two for choosing a recipe: {parts["fit"]} fit, '
+          f'{parts["held-out"]} held out -> {osp.join(args.out, "splits")}')
 
 
 if __name__ == '__main__':

