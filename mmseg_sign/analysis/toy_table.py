@@ -188,8 +188,9 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
 
     Returns:
         dict: ``seconds``, ``params`` (:func:`param_counts`) and per
-        stage ``{mIoU_seen, mIoU_unseen, hIoU}`` (with their ``_boot_sd``
-        where the metric bootstraps).
+        stage ``{mIoU_seen, mIoU_unseen, hIoU, mIoU}`` (with their
+        ``_boot_sd`` where the metric bootstraps, and ``IoU.CLASS`` where
+        it gives them).
     """
     data_root = toy_data(wd, data_seed)
     stem = row_stem(cfg_path, amp_dtype, tag)
@@ -203,6 +204,10 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     for stage, end in stage_ends(dumped).items():
         record = records[end if end is not None else max(records)]
         out[stage] = {k: record[k] for k in KEYS}
+        # the mIoU of every class and, with GZSLIoUMetric(per_class=True),
+        # each class's IoU (the supervised ceiling's criteria)
+        out[stage].update({k: v for k, v in record.items()
+                           if k == 'mIoU' or k.startswith('IoU.')})
         # each score's sd over resamples of the test images, where the
         # metric has them (GZSLIoUMetric(bootstrap=B), the toy data's)
         out[stage].update({f'{k}_boot_sd': record[f'{k}_boot_sd']

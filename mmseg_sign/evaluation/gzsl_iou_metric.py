@@ -110,7 +110,7 @@ IOU_METRIC_ARGS = tuple(
     if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)) + (
         'keep_results', )  # set by mmseg's tools/test.py --out; unused
 GZSL_ARGS = ('seen_classes', 'unseen_classes', 'calibration_sweep',
-             'calibration_dir', 'bootstrap')
+             'calibration_dir', 'bootstrap', 'per_class')
 
 
 @METRICS.register_module()
@@ -144,6 +144,10 @@ class GZSLIoUMetric(IoUMetric):
             over B resamples of the scored images (with replacement, a
             private generator of seed 0; :func:`bootstrap_gzsl`), how much
             it owes to which images were scored. Default: 0 (none).
+        per_class (bool): also return ``IoU.CLASS`` for every class (the
+            per-class table as metrics: logged as scalars, so that tables
+            over runs, e.g. ``tools/toy_table.py``, keep them). Default:
+            False (the table is printed only).
         calibration_dir (str, optional): where ``calibration_sweep.json`` is
             written. Default: ``output_dir`` if set, else ``calibration/``
             in the Runner's log directory (``WORK_DIR/TIMESTAMP/
@@ -168,6 +172,7 @@ class GZSLIoUMetric(IoUMetric):
                  calibration_sweep: Optional[Sequence[float]] = None,
                  calibration_dir: Optional[str] = None,
                  bootstrap: int = 0,
+                 per_class: bool = False,
                  **kwargs) -> None:
         unknown = sorted(set(kwargs) - set(IOU_METRIC_ARGS))
         if unknown:
@@ -192,6 +197,10 @@ class GZSLIoUMetric(IoUMetric):
                              f'resamples (0: none, or >= 2), got '
                              f'{bootstrap!r}.')
         self.bootstrap = bootstrap
+        if not isinstance(per_class, bool):
+            raise ValueError(f'GZSLIoUMetric: per_class is True or False, '
+                             f'got {per_class!r}.')
+        self.per_class = per_class
 
     def split_mask(self) -> np.ndarray:
         """Boolean ``[num_classes]``: True for unseen classes."""
@@ -321,6 +330,10 @@ class GZSLIoUMetric(IoUMetric):
         summary = PrettyTable(['mIoU_seen', 'mIoU_unseen', 'hIoU', 'mIoU'])
         summary.add_row([metrics[k] for k in summary.field_names])
         print_log('GZSL summary:\n' + summary.get_string(), logger=logger)
+        if self.per_class:
+            metrics.update(
+                (f'IoU.{name}', float(np.round(v * 100, 2)))
+                for name, v in zip(self.dataset_meta['classes'], iou))
         if self.bootstrap:
             per_image = [np.stack([r[i].double().numpy() for r in results])
                          for i in (0, 1)]  # intersection, union: [N, K]

@@ -388,11 +388,15 @@ def test_a_supervised_config_runs_on_the_toy_data(tmp_path):
         [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
          osp.join(REPO, 'configs', 'baselines', 'fcn_r18-tiny_toy.py'),
          '--seeds', '0', '--work-dir', str(tmp_path), '--cfg-options',
-         'train_cfg.max_iters=2', 'train_cfg.val_interval=2'],
+         'train_cfg.max_iters=2', 'train_cfg.val_interval=2',
+         'val_evaluator.per_class=True'],
         capture_output=True, text=True, timeout=600,
         env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert '| fcn_r18-tiny_toy@end | 1 |' in proc.stdout
     stored = json.loads((tmp_path / 'results.json').read_text())
-    assert set(stored['fcn_r18-tiny_toy/0/0']['end']) >= {
-        'mIoU_seen', 'mIoU_unseen', 'hIoU'}
+    end = stored['fcn_r18-tiny_toy/0/0']['end']
+    assert set(end) >= {'mIoU_seen', 'mIoU_unseen', 'hIoU', 'mIoU'}
+    # GZSLIoUMetric(per_class=True): each class's IoU is kept with the run
+    from mmseg_sign.datasets.class_names import TOY_CLASSES
+    assert {f'IoU.{name}' for name in TOY_CLASSES} <= set(end)

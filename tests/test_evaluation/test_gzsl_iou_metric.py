@@ -101,6 +101,25 @@ def test_hand_worked_example():
     assert got['aAcc'] == 75.0
 
 
+@pytest.mark.parametrize('seed', [0, 1])
+def test_per_class_iou_as_metrics(seed):
+    """``per_class=True``: every class's IoU as ``IoU.NAME``, the naive
+    confusion matrix's (an absent class: nan), the other metrics kept."""
+    preds, labels = random_batch(seed)
+    metric = GZSLIoUMetric(per_class=True)
+    metric.dataset_meta = dict(classes=CLASSES, unseen_classes=UNSEEN)
+    got = run_metric(metric, preds, labels)
+    want = naive_gzsl(preds, labels, len(CLASSES), [2, 5])
+    for name, iou in zip(CLASSES, want['ious']):
+        if np.isnan(iou):
+            assert np.isnan(got[f'IoU.{name}'])
+        else:
+            assert got[f'IoU.{name}'] == pytest.approx(100 * iou, abs=0.006)
+    assert got['hIoU'] == pytest.approx(100 * want['hIoU'], abs=0.006)
+    with pytest.raises(ValueError, match='per_class is True or False'):
+        GZSLIoUMetric(per_class='yes')
+
+
 def test_harmonic_mean_edge_cases():
     assert harmonic_mean(0.0, 0.0) == 0.0
     assert harmonic_mean(0.5, 0.0) == 0.0
