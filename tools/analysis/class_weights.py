@@ -2,7 +2,7 @@
 (ENet's ``1 / ln(1.02 + p)``, scaled to mean 1), as a config line.
 
     python tools/analysis/class_weights.py \\
-        configs/baselines/supervised_lite0_camvid-360x270.py
+        configs/baselines/supervised_lite0_camvid-480x360.py
     # model.decode_head.loss_decode.class_weight=[0.280, 0.234, ...]
 
 Counts every label map of ``train_dataloader.dataset`` (its ``label_map``

