@@ -7,7 +7,9 @@
 # harmonic mIoU sit beside the zero-shot rows'. Each choice (resolution,
 # frozen stages, decoder, optimizer, class weights, length) was made on a
 # held-out part of the training photographs (data/camvid_480x360/splits),
-# never on val.
+# never on val. Test a checkpoint with `tools/test.py CONFIG CKPT
+# --allow-split-change` (trained with every class seen, scored on the
+# zero-shot split).
 _base_ = [
     '../_base_/models/lite0_segformer-head.py',
     '../_base_/datasets/camvid_zs_480x360.py',
