@@ -108,7 +108,7 @@ def backbone_logits(arch, x):
 
 def preprocess(rgb):
     """``[H, W, 3]`` uint8 RGB → ``(x - 127) / 128``, ``[1, 3, H, W]``."""
-    x = torch.from_numpy(np.ascontiguousarray(rgb)).permute(2, 0, 1)
+    x = torch.from_numpy(np.array(rgb)).permute(2, 0, 1)  # a writable copy
     return ((x.float() - 127.) / 128.)[None]
 
 
