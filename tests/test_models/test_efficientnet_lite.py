@@ -303,6 +303,9 @@ def test_converter_tool_writes_what_the_prefix_loads(tmp_path):
                str(tmp_path / 'again.pth')])
     with pytest.raises(SystemExit, match='no such file'):
         tool.main([str(tmp_path / 'missing.pth'), str(tmp_path / 'x.pth')])
+    # the output guard: never onto the input
+    with pytest.raises(SystemExit, match='writing it would replace'):
+        tool.main([str(out), str(out)])
 
 
 def test_init_cfg_from_the_wheel_in_a_fresh_process():

