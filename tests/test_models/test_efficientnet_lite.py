@@ -202,6 +202,34 @@ def test_imagenet_logits_on_a_real_photograph():
     assert top5 & street, sorted(top5)
 
 
+@needs_camvid
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')
+def test_features_on_a_gpu_are_the_cpus():
+    """The recipe's layout (output stride 8 by dilation, strides 8 / 16 / 32
+    out, TF padding) on a GPU in float32 with TF32 off: the features of a
+    CamVid photograph are the CPU's to float32 level."""
+    photo = sorted((CAMVID / 'train').glob('*.png'))[0]
+    x = preprocess(np.asarray(Image.open(photo).convert('RGB')))
+    model = EfficientNetLite(
+        'lite0', out_indices=(2, 4, 6), strides=(1, 2, 2, 1, 1, 1, 1),
+        dilations=(1, 1, 1, 2, 2, 4, 4),
+        init_cfg=dict(type='Pretrained',
+                      checkpoint='efficientnet-lite://lite0'))
+    model.init_weights()
+    model.eval()
+    tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        with torch.no_grad():
+            want = model(x)
+            got = model.cuda()(x.cuda())
+    finally:
+        torch.backends.cudnn.allow_tf32 = tf32
+    assert [g.shape[-2:] for g in got] == [(45, 60)] * 3
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.cpu(), w, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize('arch,size', [('lite0', (225, 301)),
                                        ('lite0', (97, 130)),
                                        ('lite2', (131, 67))])
