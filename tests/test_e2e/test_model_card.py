@@ -117,15 +117,27 @@ def test_baselines_toy_results_are_the_stored_runs_means():
                                for s in range(10)], name)
 
 
-def test_gpu_claims_are_the_stored_runs():
-    """docs/gpu.md's answer (issue 39) recomputed from the runs it stored
-    (docs/toy_runs/gpu_h200_data0.json): the paired GPU − CPU and bf16 −
-    fp32 differences it quotes, and the claim that the GPU machine's CPU
-    runs equal the protocol's CPU runs value for value."""
+GPU_CHECKS = {  # stored runs → (A, B, stage, the difference quoted)
+    'gpu_h200_data0.json': [
+        ('sign_toy', 'sign_toy+cpu', 'self_train', '+1.02 ± 3.88'),
+        ('sign_toy', 'sign_toy+cpu', 'transfer', '+0.87 ± 3.85'),
+        ('sign_toy+bfloat16', 'sign_toy', 'self_train', '−0.58 ± 2.90')],
+    'gpu_h100_data0.json': [
+        ('sign_toy', 'sign_toy+cpu', 'self_train', '+1.44 ± 4.87'),
+        ('sign_toy', 'sign_toy+cpu', 'transfer', '+1.03 ± 3.71')],
+}
+
+
+@pytest.mark.parametrize('stored', sorted(GPU_CHECKS))
+def test_gpu_claims_are_the_stored_runs(stored):
+    """docs/gpu.md's answers (issue 39 on an H200, re-checked on an H100)
+    recomputed from the runs each call stored (docs/toy_runs/gpu_*.json):
+    the paired GPU − CPU (and bf16 − fp32) differences quoted, and the
+    claim that the GPU machine's CPU runs equal the protocol's CPU runs
+    value for value."""
     import json
     from mmseg_sign.analysis.stats import paired_difference
-    runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
-                                   'gpu_h200_data0.json')))
+    runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs', stored)))
     protocol = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
                                        'protocol_data0.json')))
     doc = open(osp.join(REPO, 'docs', 'gpu.md')).read()
@@ -133,17 +145,16 @@ def test_gpu_claims_are_the_stored_runs():
     def h(stem, stage):
         return [runs[f'{stem}/0/{s}'][stage]['hIoU'] for s in range(10)]
 
-    for a, b, stage, quoted in [
-            ('sign_toy', 'sign_toy+cpu', 'self_train', '+1.02 ± 3.88'),
-            ('sign_toy', 'sign_toy+cpu', 'transfer', '+0.87 ± 3.85'),
-            ('sign_toy+bfloat16', 'sign_toy', 'self_train', '−0.58 ± 2.90')]:
+    for a, b, stage, quoted in GPU_CHECKS[stored]:
         d = paired_difference(h(a, stage), h(b, stage)).diff
         text = f'{d.mean:+.2f} ± {d.half:.2f}'.replace('-', '−')
         assert text == quoted and quoted in doc, (a, b, stage, text)
     for s in range(10):
         cpu, here = runs[f'sign_toy+cpu/0/{s}'], protocol[f'sign_toy/0/{s}']
         for stage in ('train', 'transfer', 'self_train'):
-            assert cpu[stage] == here[stage], (s, stage)
+            # (the H100 call's runs also keep the 10-class mIoU)
+            got = {k: v for k, v in cpu[stage].items() if k != 'mIoU'}
+            assert got == here[stage], (s, stage)
 
 
 def test_camvid_results_are_the_stored_runs_means():
