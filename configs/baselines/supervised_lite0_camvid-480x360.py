@@ -22,14 +22,10 @@ model = dict(
     data_preprocessor=dict(size={{_base_.crop_size}}),
     decode_head=dict(
         num_classes=_base_.head_classes.num_classes,
-        # ENet's class weights, 1 / ln(1.02 + p), from the training labels:
-        # python tools/analysis/class_weights.py THIS_CONFIG
+        # ENet's class weights (the dataset base's)
         loss_decode=dict(
             type='ClassWeightedCrossEntropyLoss',
-            class_weight=[
-                0.285, 0.218, 0.170, 0.789, 0.445, 1.611, 1.636, 0.653,
-                1.945, 2.249
-            ])))
+            class_weight=_base_.class_weight)))
 iters = 1200
 optim_wrapper = dict(
     optimizer=dict(

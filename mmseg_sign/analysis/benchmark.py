@@ -19,6 +19,7 @@ from mmseg.structures import SegDataSample
 from ..structures.stage_plan import StagePlan
 from ..embeddings import save_class_embeddings
 from ..engine.amp import wrapper_configs
+from ..models.necks.input_projections import takes_levels
 from .op_audit import count_iteration
 
 GIB = 2**30
@@ -118,7 +119,8 @@ def random_batch(batch_size, size, num_classes, unseen, seed=0):
 
 
 def baseline_model_cfg(sign_model):
-    """Backbone + the same ASPP projection + C, nothing else.
+    """Backbone + the same projection (E's ASPP or multi-level fusion) +
+    C, nothing else.
 
     Args:
         sign_model (dict): a SIGN model config.
@@ -127,15 +129,21 @@ def baseline_model_cfg(sign_model):
         dict: the baseline's model config.
     """
     neck, head = sign_model['neck'], sign_model['decode_head']
+    proj = neck.get('input_proj', 'aspp')
+    if takes_levels(proj):  # e.g. MLPFusion over several levels
+        proj = dict(proj, in_channels=neck['in_channels'],
+                    channels=neck['channels'], in_index=neck['in_index'])
+    else:
+        proj = dict(
+            type='DeepLabV2ASPP', in_channels=neck['in_channels'],
+            channels=neck['channels'],
+            dilations=neck.get('dilations', (6, 12, 18, 24)),
+            in_index=neck.get('in_index', -1))
     return dict(
         type='EncoderDecoder',
         data_preprocessor=sign_model['data_preprocessor'],
         backbone=sign_model['backbone'],
-        neck=dict(
-            type='DeepLabV2ASPP', in_channels=neck['in_channels'],
-            channels=neck['channels'],
-            dilations=neck.get('dilations', (6, 12, 18, 24)),
-            in_index=neck.get('in_index', -1)),
+        neck=proj,
         decode_head=dict(
             type='FCNHead', in_channels=head['channels'],
             channels=head['channels'], num_convs=0, concat_input=False,

@@ -185,7 +185,8 @@ def _check_neck_input(neck, feats) -> None:
                 "neck.in_index (or the backbone's out_indices).")
     want = sum(channels[i] for i in indices)
     proj = getattr(neck, 'input_proj', None)
-    have = proj[0].conv.in_channels if proj is not None else neck.channels
+    have = neck.channels if proj is None else proj.in_channels
+    have = sum(have) if isinstance(have, (list, tuple)) else have
     if want != have:
         raise ValueError(
             f'neck.in_channels is {have}, but the backbone outputs '

@@ -10,7 +10,7 @@ from torch import Tensor
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from mmseg.registry import MODELS
 from mmseg.utils import SampleList
-from ..necks.deeplabv2_aspp import DeepLabV2ASPP
+from ..necks.input_projections import build_input_proj, takes_levels
 from .class_embedding_mixin import ClassEmbeddingMixin
 
 #: the logit given to unseen classes while training on the seen ones: the
@@ -42,6 +42,10 @@ class SPNetHead(ClassEmbeddingMixin, BaseDecodeHead):
             (default: set from the training dataset by ``ClassSplitHook``).
         dilations (Sequence[int]): dilations of ``P``'s branches (DeepLab-v2:
             6, 12, 18, 24).
+        input_proj (str | dict): ``P``, as the SIM's E: ``'aspp'`` or a
+            projection over several levels, e.g. ``dict(type='MLPFusion')``
+            (then ``in_index`` / ``in_channels`` lists and
+            ``input_transform='multiple_select'``).
         calibration (float): γ of calibrated stacking; 0 disables it.
         embed_dim (int): width of the placeholder table (missing file).
         held_out_classes (Sequence[str], optional): table rows left out.
@@ -55,6 +59,7 @@ class SPNetHead(ClassEmbeddingMixin, BaseDecodeHead):
                  class_embeddings: str,
                  unseen_classes: Optional[Sequence[Union[str, int]]] = None,
                  dilations: Sequence[int] = (6, 12, 18, 24),
+                 input_proj: Union[str, dict] = 'aspp',
                  calibration: float = 0.0,
                  embed_dim: int = 600,
                  held_out_classes: Optional[Sequence[str]] = None,
@@ -64,16 +69,28 @@ class SPNetHead(ClassEmbeddingMixin, BaseDecodeHead):
         kwargs.setdefault('loss_decode', dict(
             type='CrossEntropyLoss', use_sigmoid=False, loss_weight=1.0,
             avg_non_ignore=True))
-        # DeepLab-v2's classifier init (N(0, 0.01)) on the projection
-        kwargs.setdefault('init_cfg', dict(
-            type='Normal', std=0.01, override=dict(name='projection')))
+        # DeepLab-v2's classifier init (N(0, 0.01)) on the ASPP projection;
+        # a multi-level projection keeps its layers' own (its BN weights
+        # must stay 1)
+        kwargs.setdefault('init_cfg', None if takes_levels(input_proj) else
+                          dict(type='Normal', std=0.01,
+                               override=dict(name='projection')))
         super().__init__(**kwargs)
         del self.conv_seg  # the classifier is the fixed table M
         self._init_class_embedding(class_embeddings, embed_dim,
                                    held_out_classes, unseen_classes)
-        self.projection = DeepLabV2ASPP(self.in_channels,
-                                        self.class_embedding.shape[1],
-                                        dilations)
+        if takes_levels(input_proj) and \
+                self.input_transform != 'multiple_select':
+            raise ValueError(
+                'SPNetHead: a projection over several backbone levels '
+                "needs input_transform='multiple_select' (and in_index / "
+                f'in_channels lists), got {self.input_transform!r}.')
+        if input_proj is None:
+            raise ValueError("SPNetHead needs its projection P (input_proj="
+                             "'aspp' or a projection's config).")
+        self.projection = build_input_proj(input_proj, self.in_channels,
+                                           self.class_embedding.shape[1],
+                                           dilations, 'SPNetHead')
         self.calibration = calibration
 
     def forward(self, inputs: Sequence[Tensor]) -> Tensor:

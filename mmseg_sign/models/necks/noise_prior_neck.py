@@ -1,13 +1,13 @@
 """NoisePriorNeck: ZS3Net's feature path, whose latent code is Gaussian
 noise (paper Fig. 2a; Bucher et al., "Zero-Shot Semantic Segmentation",
 NeurIPS 2019; GitHub: valeoai/ZS3)."""
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple, Union
 
 import torch
 from mmengine.model import BaseModule
 
 from mmseg.registry import MODELS
-from .deeplabv2_aspp import DeepLabV2ASPP
+from .input_projections import build_input_proj, check_levels, takes_levels
 
 
 @MODELS.register_module()
@@ -24,10 +24,13 @@ class NoisePriorNeck(BaseModule):
     ZS3Net's GMMN input.
 
     Args:
-        in_channels (int): channels of the backbone level ``in_index``.
+        in_channels (int | list[int]): channels of the backbone level
+            ``in_index`` (a list with a projection over several levels).
         channels (int): feature channels ``C`` of ``F_x``.
-        in_index (int): which backbone output to use.
+        in_index (int | list[int]): which backbone output(s) to use.
         dilations (Sequence[int]): the ASPP's dilations.
+        input_proj (str | dict): E's projection, as the SIM's: ``'aspp'``
+            or e.g. ``dict(type='MLPFusion')`` over several levels.
         latent_channels (int, optional): channels of ``z`` (default
             ``channels``; ZS3Net: the word-embedding width, 300).
 
@@ -36,21 +39,32 @@ class NoisePriorNeck(BaseModule):
     """
 
     def __init__(self,
-                 in_channels: int,
+                 in_channels: Union[int, Sequence[int]],
                  channels: int = 600,
-                 in_index: int = -1,
+                 in_index: Union[int, Sequence[int]] = -1,
                  dilations: Sequence[int] = (6, 12, 18, 24),
                  latent_channels: Optional[int] = None,
+                 input_proj: Union[str, dict] = 'aspp',
                  init_cfg=None):
         super().__init__(init_cfg=init_cfg)
+        if input_proj is None:
+            raise ValueError("NoisePriorNeck needs an input projection "
+                             "(input_proj='aspp' or a projection's config).")
+        self.reads_levels = takes_levels(input_proj)
+        if self.reads_levels:
+            check_levels('NoisePriorNeck', in_index, in_channels)
         self.in_index = in_index
         self.channels = channels
         self.latent_channels = latent_channels or channels
-        self.input_proj = DeepLabV2ASPP(in_channels, channels, dilations)
+        self.input_proj = build_input_proj(input_proj, in_channels, channels,
+                                           dilations, 'NoisePriorNeck')
 
     def forward(self, inputs) -> Tuple[torch.Tensor, ...]:
-        x = inputs[self.in_index] if isinstance(inputs,
-                                                (list, tuple)) else inputs
+        if self.reads_levels:
+            x = [inputs[i] for i in self.in_index]
+        else:
+            x = inputs[self.in_index] if isinstance(
+                inputs, (list, tuple)) else inputs
         feats = torch.sigmoid(self.input_proj.project(x))
         b, _, h, w = feats.shape
         mu = feats.new_zeros(b, self.latent_channels, h, w)

@@ -7,7 +7,7 @@ from mmengine.model import BaseModule
 from mmseg.models.utils import resize
 from mmseg.registry import MODELS
 from ..utils import PE_TYPES, positional_encoding_2d
-from .deeplabv2_aspp import DeepLabV2ASPP
+from .input_projections import build_input_proj, check_levels, takes_levels
 from .reparameterization import ContextualReparameterization
 from .sim_encoders import SIM_ENCODERS, build_sim_encoder
 
@@ -33,10 +33,13 @@ class SpatialInformationModule(BaseModule):
             level (a list, one per level, with ``'resize_concat'``).
         channels (int): feature channels ``C`` of ``F_x`` (600 in the paper).
         in_index (int | list[int]): which backbone output(s) to use.
-        input_proj (str | None): ``'aspp'``: the DeepLab-v2 ASPP (sum of
-            3×3 convs with ``dilations``) from ``in_channels`` to
+        input_proj (str | dict | None): ``'aspp'``: the DeepLab-v2 ASPP
+            (sum of 3×3 convs with ``dilations``) from ``in_channels`` to
             ``channels``, so that backbone + projection is the paper's
-            encoder E; ``None`` when the backbone already gives ``channels``.
+            encoder E; a projection's config that reads several levels
+            (``dict(type='MLPFusion')``: ``in_index`` and ``in_channels``
+            lists, no ``input_transform``); ``None`` when the backbone
+            already gives ``channels``.
         pe_type (str): ``'relative'`` (RPE, eq. 14-15), ``'absolute'``,
             ``'absolute_interp'`` or ``'none'``.
         pe_channels (int): positional-encoding channels (half horizontal,
@@ -95,7 +98,10 @@ class SpatialInformationModule(BaseModule):
         if input_transform not in (None, 'resize_concat'):
             raise ValueError("SIM input_transform must be None or "
                              f"'resize_concat', got {input_transform!r}.")
-        if (input_transform is None) != isinstance(in_index, int):
+        self.reads_levels = takes_levels(input_proj)
+        if self.reads_levels:
+            check_levels('SIM', in_index, in_channels, input_transform)
+        elif (input_transform is None) != isinstance(in_index, int):
             raise ValueError(
                 'SIM: give one backbone level (an int in_index) without '
                 "input_transform, or several (a list) with input_transform="
@@ -107,7 +113,7 @@ class SpatialInformationModule(BaseModule):
                 "SIM input_transform='resize_concat' needs in_channels as a "
                 'list, one per in_index level.')
         self.input_transform = input_transform
-        if isinstance(in_channels, (list, tuple)):
+        if isinstance(in_channels, (list, tuple)) and not self.reads_levels:
             in_channels = sum(in_channels)
         if arch not in SIM_ENCODERS:
             raise ValueError(f'SIM arch must be one of {list(SIM_ENCODERS)}'
@@ -125,17 +131,12 @@ class SpatialInformationModule(BaseModule):
         self.pe_channels = 0 if pe_type == 'none' else pe_channels
         self.pe_scale = pe_scale
         self.train_size = train_size
-        if input_proj == 'aspp':
-            self.input_proj = DeepLabV2ASPP(in_channels, channels, dilations)
-        elif input_proj is None:
-            if in_channels != channels:
-                raise ValueError(
-                    f'SIM input_proj=None needs in_channels == channels, got '
-                    f'{in_channels} != {channels}; use input_proj="aspp".')
-            self.input_proj = None
-        else:
-            raise ValueError("SIM input_proj must be 'aspp' or None, got "
-                             f'{input_proj!r}.')
+        if input_proj is None and in_channels != channels:
+            raise ValueError(
+                f'SIM input_proj=None needs in_channels == channels, got '
+                f'{in_channels} != {channels}; use input_proj="aspp".')
+        self.input_proj = build_input_proj(input_proj, in_channels, channels,
+                                           dilations, 'SIM')
         self.encoder = build_sim_encoder(arch, channels + self.pe_channels,
                                          channels, num_heads, encoder_cfg)
         if latent_channels != channels:
@@ -154,7 +155,7 @@ class SpatialInformationModule(BaseModule):
         concatenated, like mmseg's heads' ``'resize_concat'``."""
         if not isinstance(inputs, (list, tuple)):
             return inputs
-        indices = [self.in_index] if self.input_transform is None \
+        indices = [self.in_index] if isinstance(self.in_index, int) \
             else list(self.in_index)
         for i in indices:
             if not -len(inputs) <= i < len(inputs):
@@ -163,6 +164,8 @@ class SpatialInformationModule(BaseModule):
                     f'gives {len(inputs)} output(s) (indices 0..'
                     f'{len(inputs) - 1}); set neck.in_index, or the '
                     "backbone's out_indices.")
+        if self.reads_levels:  # the projection fuses them
+            return [inputs[i] for i in indices]
         if self.input_transform is None:
             return inputs[self.in_index]
         levels = [inputs[i] for i in indices]
