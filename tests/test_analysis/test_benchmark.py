@@ -152,3 +152,25 @@ def test_use_foreach_counts_what_a_gpu_launches():
     assert foreach < per_param
     for a, b in zip(params, loop_params):  # two steps each
         torch.testing.assert_close(a, b)
+
+
+def test_baseline_of_a_multi_level_model_keeps_its_projection():
+    """benchmark.py's plain model for a config whose E fuses several levels
+    (sign_lite0_camvid-480x360.py): backbone + the same MLPFusion + C, and
+    it runs on the backbone's three levels."""
+    import torch
+    from mmengine.config import Config
+    from mmseg.registry import MODELS
+    from mmseg_sign.analysis.benchmark import baseline_model_cfg
+    cfg = Config.fromfile(
+        osp.join(REPO, 'configs/sign/sign_lite0_camvid-480x360.py'))
+    cfg.model.decode_head.num_classes = 10
+    base = baseline_model_cfg(cfg.model)
+    assert base['neck'] == dict(type='MLPFusion', mlp_channels=128,
+                                in_channels=[40, 112, 320], channels=64,
+                                in_index=[0, 1, 2])
+    base['backbone'] = dict(base['backbone'], init_cfg=None)
+    model = MODELS.build(base).eval()
+    with torch.no_grad():
+        out = model._forward(torch.randn(1, 3, 64, 96))
+    assert out.shape == (1, 10, 8, 12)

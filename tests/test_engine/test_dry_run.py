@@ -2,6 +2,7 @@
 seconds with the fix, and the dry run changes no random or model state."""
 import logging
 import os.path as osp
+import re
 import shutil
 
 import numpy as np
@@ -69,6 +70,21 @@ def test_neck_must_fit_the_backbone(toy, neck, message):
     dataset = DATASETS.build(cfg.train_dataloader.dataset)
     with pytest.raises(ValueError, match=message):
         dry_run_first_sample(MODELS.build(cfg.model), dataset)
+
+
+def test_multi_level_projection_must_fit_the_backbone(toy):
+    """E's projection over several levels (MLPFusion, the ImageNet-feature
+    configs): the widths of each level, with the list the fix needs."""
+    _, _, cfg = toy
+    cfg.model.backbone.out_indices = (2, 3)  # 64 and 128 channels
+    cfg.model.neck.update(in_index=[0, 1], in_channels=[64, 100],
+                          input_proj=dict(type='MLPFusion'))
+    dataset = DATASETS.build(cfg.train_dataloader.dataset)
+    with pytest.raises(ValueError, match=re.escape(
+            'set neck.in_channels=[64, 128]')):
+        dry_run_first_sample(MODELS.build(cfg.model), dataset)
+    cfg.model.neck.in_channels = [64, 128]
+    dry_run_first_sample(MODELS.build(cfg.model), dataset)
 
 
 def test_16_bit_label_maps_would_wrap(tmp_path):

@@ -186,7 +186,9 @@ def _check_neck_input(neck, feats) -> None:
     want = sum(channels[i] for i in indices)
     proj = getattr(neck, 'input_proj', None)
     have = neck.channels if proj is None else proj.in_channels
-    have = sum(have) if isinstance(have, (list, tuple)) else have
+    if isinstance(have, (list, tuple)):  # a projection over several levels
+        want = [channels[i] for i in indices]
+        have = list(have)
     if want != have:
         raise ValueError(
             f'neck.in_channels is {have}, but the backbone outputs '
