@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from e2e_utils import (REAL_LOADERS, REPO, SIGN_SHORT, assert_same_weights,
-                       last_metrics, load_state, run_tool, toy_workspace,
-                       write_config)
+                       last_metrics, load_state, run_tool, short_plan,
+                       toy_workspace, write_config)
 
 
 
@@ -135,6 +135,55 @@ def test_sign_resume_matches_uninterrupted(workspace, sign_run,
     assert set(optim) == {'segmentor', 'generator', 'discriminator',
                           'transfer', 'transfer_generator', 'self_train',
                           'self_train_generator', 'self_train_discriminator'}
+
+
+# train 2, transfer 4 in blocks of 1 (real, synthetic, real, synthetic),
+# self-training 2: a checkpoint after every iteration (issue 49, C7)
+SIGN_BLOCKS = short_plan(2, 4, 2) + """
+default_hooks = dict(
+    checkpoint=dict(interval=1, max_keep_ckpts=-1),
+    logger=dict(interval=1))
+"""
+
+
+@pytest.fixture(scope='module')
+def blocks_run(workspace):
+    cfg = write_config(workspace / 'sign_blocks.py',
+                       'configs/sign/sign_toy.py', SIGN_BLOCKS + REAL_LOADERS)
+    wd = str(workspace / 'wd_sign_blocks')
+    out = run_tool(['train.py', cfg, '--work-dir', wd], workspace)
+    assert "SIGN stage 'transfer' (2/3): iterations 3-6" in out
+    return cfg, wd
+
+
+@pytest.mark.parametrize('killed_after', range(1, 8))
+def test_sign_resume_is_exact_at_every_checkpoint(workspace, blocks_run,
+                                                  killed_after):
+    """--resume from each checkpoint of a run whose transfer alternates
+    real and synthetic blocks (iterations 3-6) ends with the uninterrupted
+    run's weights, with the shipped 2-worker loaders. Resuming after the
+    first synthetic block (4 or 5) once refilled the feature-size cache
+    with an extra SIM pass (a draw of z) at iteration 6, and the run
+    diverged from there (issue 49, C7): the cache travels in the
+    checkpoint."""
+    cfg, wd = blocks_run
+    ckpt = torch.load(osp.join(wd, f'iter_{killed_after}.pth'),
+                      map_location='cpu', weights_only=False)
+    # filled at the first synthetic block (iteration 4), kept from then on
+    assert ('sign_feature_sizes' in ckpt) == (killed_after >= 4)
+    if killed_after >= 4:
+        assert ckpt['sign_feature_sizes'] == [[64, 64, 8, 8]]
+    wd2 = workspace / f'wd_sign_blocks_killed_{killed_after}'
+    wd2.mkdir()
+    shutil.copy(osp.join(wd, f'iter_{killed_after}.pth'), wd2)
+    (wd2 / 'last_checkpoint').write_text(
+        str(wd2 / f'iter_{killed_after}.pth'))
+    out = run_tool(['train.py', cfg, '--work-dir', str(wd2), '--resume'],
+                   workspace)
+    assert 'resumed epoch: 0, iter: %d' % killed_after in out
+    for i in range(killed_after + 1, 9):
+        assert_same_weights(str(wd2 / f'iter_{i}.pth'),
+                            osp.join(wd, f'iter_{i}.pth'))
 
 
 def test_sign_test_tool_and_inference_api(workspace, sign_run, monkeypatch):

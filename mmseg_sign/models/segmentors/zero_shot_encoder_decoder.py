@@ -249,6 +249,26 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
             head.loss_ce_d_weight if shared else 0.0, weights=weights))
         return log_vars
 
+    @property
+    def feature_sizes(self) -> list:
+        """The feature-size cache of :meth:`_feature_pixels` as
+        ``[[H, W, h, w], ...]``: part of a run's state (filling it runs the
+        SIM once, which draws ``z`` and updates BN statistics), so
+        ``SelfTrainingTeacherHook`` keeps it in checkpoints and ``--resume``
+        restores it instead of refilling it at another iteration."""
+        return [[*k, *v] for k, v in sorted(self._feature_hw.items())]
+
+    @feature_sizes.setter
+    def feature_sizes(self, rows) -> None:
+        try:
+            cache = {(int(r[0]), int(r[1])): (int(r[2]), int(r[3]))
+                     for r in rows}
+        except (TypeError, ValueError, IndexError):
+            raise ValueError(
+                'feature sizes must be [[H, W, h, w], ...] (input size, '
+                f'feature size), got {str(rows)[:60]!r}.') from None
+        self._feature_hw = cache
+
     def _feature_pixels(self, inputs: torch.Tensor) -> int:
         """``B·h·w`` of the feature map for ``inputs`` (cached per input
         size: the alternate transfer blocks on synthetic features only do
