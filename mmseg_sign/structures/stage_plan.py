@@ -49,6 +49,15 @@ STAGE_OPTIONS: Dict[str, dict] = dict(
 )
 TRANSFER_MODES = ('alternate', 'classifier')
 SELF_TRAIN_UPDATES = ('train', 'classifier')
+#: the options only some modes of a stage read: stage → mode → its own
+#: (an option of another mode given explicitly is an error: it would be
+#: accepted and ignored)
+MODE_OPTIONS: Dict[str, Dict[str, set]] = dict(
+    transfer=dict(alternate={'block_iters', 'fake_weight'},
+                  classifier=set()),
+    self_train=dict(AST={'temperature', 'candidates'}, ST={'top_p'},
+                    ST_topk={'top_k'}),
+)
 
 
 def _check_number(where: str, key: str, value, low: float = 0.0,
@@ -100,6 +109,21 @@ def stage_options(index: int, stage: dict) -> dict:
         raise ValueError(f'{where}: unknown keys {sorted(unknown)}; '
                          f'options: {sorted(defaults) or "none"}.')
     out = dict(defaults, **stage)
+    modes = MODE_OPTIONS.get(name)
+    if modes and out['mode'] in modes:
+        own = modes[out['mode']]
+        unused = sorted((set(stage) & set().union(*modes.values())) - own)
+        if unused:
+            users = {k: [m for m, opts in modes.items() if k in opts]
+                     for k in unused}
+            raise ValueError(
+                f"{where}: mode={out['mode']!r} does not use "
+                f'{", ".join(unused)} (it reads '
+                f'{", ".join(sorted(own)) or "none of the mode options"}); '
+                'the value would be accepted and ignored. Remove it, or '
+                'choose the mode that uses it: ' + '; '.join(
+                    f"{k}: mode={' or '.join(map(repr, m))}"
+                    for k, m in users.items()) + '.')
     if name == 'transfer':
         if out['mode'] not in TRANSFER_MODES:
             raise ValueError(f'{where}: mode must be one of '
@@ -223,6 +247,27 @@ class StagePlan:
                     f'stages[{i + 1}] ({b["name"]}) comes after stages[{i}] '
                     f'({a["name"]}): a plan runs {" → ".join(order)} '
                     '(each may be left out); reorder the stages.')
+        for i, (a, b) in enumerate(zip(self.stages, self.stages[1:])):
+            if a['name'] == b['name']:
+                raise ValueError(
+                    f'stages[{i}] and stages[{i + 1}] are both '
+                    f'{a["name"]!r}: a plan has each stage once (a stage '
+                    "steps its own optimizer wrappers, whose schedulers span "
+                    'that one stage; self-training has one teacher, taken '
+                    'when it starts). Merge them into one stage of '
+                    f'iters={a["iters"]} + {b["iters"]}, or run the second '
+                    'as a new run with load_from=the first run\'s '
+                    'checkpoint.')
+            if a['name'] == 'train' and b['name'] == 'self_train':
+                raise ValueError(
+                    f'stages[{i + 1}] (self_train) follows the train stage '
+                    'without a transfer stage: its teacher\'s classifier '
+                    'has never learnt the unseen classes (C learns them '
+                    'from generated features in transfer), so its pseudo '
+                    'labels would be noise. Put a transfer stage between '
+                    "them (e.g. dict(name='transfer', iters=400)); a plan "
+                    'that starts with self_train (load_from a transferred '
+                    'checkpoint) is fine.')
         for i, stage in enumerate(self.stages):
             if stage['name'] == 'transfer' and stage['mode'] == 'alternate' \
                     and stage['iters'] <= stage['block_iters']:

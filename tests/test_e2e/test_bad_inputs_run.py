@@ -399,6 +399,21 @@ def train_with_max_iters(ctx, case):
     return out
 
 
+def train_with(body):
+    """tools/train.py on the short config plus ``body``, in a fresh work
+    dir; nothing may be trained (no checkpoint)."""
+
+    def action(ctx, case):
+        cfg = ctx.config(f'train_{ctx._count}.py', body)
+        wd = ctx.fresh('wd_train')
+        out = ctx.tool('train.py', cfg, '--work-dir', wd)
+        case.after = lambda: not [f for f in os.listdir(wd)
+                                  if f.endswith('.pth')]
+        return out
+
+    return action
+
+
 def train_with_options(*options):
 
     def action(ctx, case):
@@ -824,6 +839,47 @@ CASES = [
          r'--resume from a checkpoint at iteration 2, but the stage plan '
          r'ends at iteration 1 \(train 1\): there is nothing left to train',
          traceback_ok=True),
+    # ---- issue 49, C4: a plan that moves the checkpoint into another stage
+    Case('resume_into_another_stage',
+         'tools/train.py --resume from iter_2.pth (plan train 2) with the '
+         'plan train 1 + transfer 4',
+         resume_with("train_cfg = dict(stages=[dict(name='train', iters=1), "
+                     "dict(name='transfer', iters=4, block_iters=2)])"),
+         r"--resume from a checkpoint at iteration 2, in stage 0 \('train'\) "
+         r'of the plan that wrote it \(train 2\); this plan \(train 1 → '
+         r"transfer 4\) puts that iteration in 'transfer'.*load_from="
+         r'CHECKPOINT in another work dir, without --resume',
+         traceback_ok=True),
+    Case('resume_with_a_longer_stage',
+         'tools/train.py --resume from iter_2.pth (plan train 2) with the '
+         'train stage lengthened to 3 (control)',
+         lambda ctx, case: ctx.tool(
+             'train.py', ctx.config('longer.py', ''), '--work-dir',
+             ctx.fresh('wd_longer'), '--resume', '--cfg-options',
+             f'load_from={ctx.ckpt}', 'train_cfg.stages.0.iters=3'),
+         r"SIGN stage 'train' \(1/1\): iterations 1-3, resumed at 3",
+         ok=True),
+    # ---- issue 49, C5: a SIGN model under mmengine's plain loop
+    Case('sign_model_under_iter_based_loop',
+         "tools/train.py with train_cfg=dict(_delete_=True, "
+         "type='IterBasedTrainLoop', max_iters=2) on a SIGN config",
+         train_with("train_cfg = dict(_delete_=True, "
+                    "type='IterBasedTrainLoop', max_iters=2, "
+                    "val_interval=100)"),
+         r'ZeroShotEncoderDecoder trains in stages .* but the training loop '
+         r"is IterBasedTrainLoop, which would run its train stage alone.*"
+         r"type='StagePlanTrainLoop'", traceback_ok=True),
+    # ---- issue 49, C6: an option the stage's mode does not read
+    Case('self_train_option_of_another_mode',
+         "tools/train.py --cfg-options on sign_toy_st.py's plan: "
+         "mode='ST' with temperature=0.01 (the user guide's sweep on an "
+         '_st config)',
+         train_with("train_cfg = dict(stages=[dict(name='train', iters=1), "
+                    "dict(name='transfer', iters=2, block_iters=1), "
+                    "dict(name='self_train', iters=1, mode='ST', "
+                    "temperature=0.01)])"),
+         r"stages\[2\] \(self_train\): mode='ST' does not use temperature "
+         r"\(it reads top_p\).*temperature: mode='AST'"),
     # ---- silently wrong 3: load_from a checkpoint without G and D
     Case('load_published_into_transfer',
          'tools/train.py, plan transfer + self_train, load_from a '

@@ -47,10 +47,46 @@ def test_stage_derivation_from_iteration():
       dict(name='transfer', iters=4, block_iters=2)],
      r'stages\[2\] \(transfer\) comes after stages\[1\] \(self_train\)'),
     ([dict(name='self_train', iters=3, mode='ST_topk', top_k=0)], 'top_k'),
+    # issue 49: self-training straight after training (C1), a stage twice
+    # (C2, C3), options the stage's mode does not read (C6)
+    ([dict(name='train', iters=3), dict(name='self_train', iters=2)],
+     r'stages\[1\] \(self_train\) follows the train stage without a '
+     r'transfer stage: its teacher.s classifier has never learnt the unseen'),
+    ([dict(name='train', iters=3), dict(name='train', iters=5),
+      dict(name='transfer', iters=4, block_iters=2)],
+     r"stages\[0\] and stages\[1\] are both 'train'.*Merge them into one "
+     r'stage of iters=3 \+ 5'),
+    ([dict(name='transfer', iters=4, block_iters=2),
+      dict(name='self_train', iters=2), dict(name='self_train', iters=2)],
+     r"stages\[1\] and stages\[2\] are both 'self_train'.*one teacher"),
+    ([dict(name='self_train', iters=3, mode='ST_topk', temperature=0.01,
+           top_p=1)],
+     r"stages\[0\] \(self_train\): mode='ST_topk' does not use temperature,"
+     r" top_p \(it reads top_k\).*temperature: mode='AST'; top_p: "
+     r"mode='ST'"),
+    ([dict(name='self_train', iters=3, mode='AST', top_k=2)],
+     r"mode='AST' does not use top_k \(it reads candidates, temperature\)"),
+    ([dict(name='transfer', iters=4, mode='classifier', block_iters=2)],
+     r"mode='classifier' does not use block_iters \(it reads none of the "
+     r"mode options\).*block_iters: mode='alternate'"),
 ])
 def test_stage_plan_errors(stages, message):
     with pytest.raises(ValueError, match=message):
         StagePlan(stages)
+
+
+def test_mode_options_given_for_their_mode_are_fine():
+    """Each mode's own options, and the options every mode of the stage
+    reads (weights, update, max_pseudo_ratio), pass; a plan that starts
+    with self-training (load_from a transferred checkpoint) passes."""
+    StagePlan([dict(name='self_train', iters=2, mode='ST', top_p=50,
+                    update='train', synth_weight=0.1,
+                    max_pseudo_ratio=2.0)])
+    StagePlan([dict(name='train', iters=2),
+               dict(name='transfer', iters=2, mode='classifier',
+                    real_weight=1.0, synth_weight=1.0),
+               dict(name='self_train', iters=2, mode='AST', temperature=0.5,
+                    candidates='predicted_unseen')])
 
 
 def test_stage_plan_defaults_are_the_authors_recipe():

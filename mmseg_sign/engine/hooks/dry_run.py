@@ -17,7 +17,7 @@ from mmseg.registry import HOOKS
 from ...datasets.transforms.zero_shot import (check_label_values,
                                               check_raw_label, present_values,
                                               read_label_map, reduce_label)
-from ..runner.runner_state import unwrap_model
+from ..runner.runner_state import stage_plan, unwrap_model
 
 
 @HOOKS.register_module()
@@ -33,10 +33,29 @@ class DryRunHook(Hook):
         self.check_val_labels = check_val_labels
 
     def before_train(self, runner) -> None:
+        check_stage_loop(runner)
         dry_run_first_sample(unwrap_model(runner),
                              runner.train_dataloader.dataset)
         if self.check_val_labels and runner.val_loop is not None:
             check_label_files(runner.val_loop.dataloader.dataset)
+
+
+def check_stage_loop(runner) -> None:
+    """A model with SIGN's stages (``ZeroShotEncoderDecoder``) trains under
+    ``StagePlanTrainLoop``: under mmengine's ``IterBasedTrainLoop`` it would
+    run its train stage alone (no transfer: the unseen classes are never
+    learnt) and end without a word."""
+    model = unwrap_model(runner)
+    if hasattr(model, 'set_stage') and stage_plan(runner) is None:
+        loop = type(runner.train_loop).__name__
+        raise ValueError(
+            f'{type(model).__name__} trains in stages (train, transfer, '
+            f'self-training), but the training loop is {loop}, which would '
+            'run its train stage alone: C would never learn the unseen '
+            "classes. Use train_cfg=dict(type='StagePlanTrainLoop', "
+            "stages=[dict(name='train', iters=...), dict(name='transfer', "
+            "iters=...), ...]) (the schedule bases in configs/_base_/"
+            'schedules have it), without max_iters.')
 
 
 def check_label_files(dataset) -> None:

@@ -58,6 +58,7 @@ class ResumeCheckHook(Hook):
         self._check_same_model(runner, checkpoint)
         if plan is not None:
             self._check_plan_reaches(plan, checkpoint)
+            self._check_plan_keeps_the_stage(plan, checkpoint)
         self._start_new_wrappers_fresh(runner, checkpoint)
         self._say_precision_change(runner, checkpoint)
 
@@ -148,6 +149,57 @@ class ResumeCheckHook(Hook):
                 'it continues in mixed precision'
                 + (' with a fresh loss scale' if 'float16' in now else '')
                 + '.', logger='current', level=logging.WARNING)
+
+    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        """The plan that wrote the checkpoint, as ``[[name, iters], ...]``
+        in its meta (``sign_stage_plan``), for ``--resume``'s check."""
+        plan = stage_plan(runner) if is_training(runner) else None
+        meta = checkpoint.get('meta')
+        if plan is not None and isinstance(meta, dict):
+            meta['sign_stage_plan'] = [[s['name'], s['iters']]
+                                       for s in plan]
+
+    @staticmethod
+    def _check_plan_keeps_the_stage(plan, checkpoint: dict) -> None:
+        """``--resume`` with a plan that puts the checkpoint's iterations in
+        another stage (e.g. a checkpoint 2 iterations into transfer, resumed
+        with a longer train stage) would continue a transferred model in
+        the train stage, with its schedulers re-spanned: refused. The
+        stages up to the checkpoint's must be the same, at the same
+        iterations; the checkpoint's own stage may be lengthened and later
+        stages changed freely."""
+        meta = checkpoint.get('meta')
+        meta = meta if isinstance(meta, dict) else {}
+        saved, done = meta.get('sign_stage_plan'), meta.get('iter')
+        if not isinstance(done, int) or done < 1 or not saved:
+            return  # written before the plan was saved, or at iteration 0
+        old = [(str(n), int(i)) for n, i in saved]
+        new = [(s['name'], s['iters']) for s in plan]
+        end, k = 0, len(old) - 1
+        for j, (_, iters) in enumerate(old):
+            end += iters
+            if done - 1 < end:
+                k = j
+                break
+        # stages before the checkpoint's: identical; its own: same name
+        # and start (so the same index)
+        if new[:k] == old[:k] and len(new) > k and \
+                new[k][0] == old[k][0] and plan.index_at(done - 1) == k:
+            return
+
+        def show(stages):
+            return ' → '.join(f'{n} {i}' for n, i in stages)
+        raise ValueError(
+            f'--resume from a checkpoint at iteration {done}, in stage '
+            f"{k} ({old[k][0]!r}) of the plan that wrote it ({show(old)}); "
+            f'this plan ({show(new)}) puts that iteration in '
+            f"{new[plan.index_at(done - 1)][0]!r} or moves the stages "
+            'before it: the run would continue in another stage than the '
+            'one it was in, with its schedules re-spanned. Keep the stages '
+            'up to the checkpoint as they were (lengthen only its own '
+            'stage, or change later ones), or start the new plan from '
+            'these weights as a new run: load_from=CHECKPOINT in another '
+            'work dir, without --resume.')
 
     @staticmethod
     def _check_plan_reaches(plan, checkpoint: dict) -> None:
