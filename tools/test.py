@@ -10,9 +10,10 @@ import argparse
 import os.path as osp
 
 from mmengine.config import Config
-from mmengine.runner import Runner
+from mmseg.registry import RUNNERS
 
 from mmseg_sign.apis.grown_config import check_lists_classes
+from mmseg_sign.engine.runner import ConfigGuardRunner
 from mmseg_sign.engine.hooks import (CheckpointMismatchError,
                                      StrictCheckpointHook)
 from mmseg_sign.utils import (UnreadableCheckpointError,
@@ -142,8 +143,13 @@ def main():
         cfg.test_evaluator['output_dir'] = args.out
         cfg.test_evaluator['keep_results'] = True
 
-    # build the runner from config
-    runner = Runner.from_cfg(cfg)
+    # build the runner from config (as mmseg's tools/test.py: the config's
+    # runner_type, else the project's Runner, whose config dump replaces no
+    # other run's record, e.g. the training run's in the same work dir)
+    if 'runner_type' not in cfg:
+        runner = ConfigGuardRunner.from_cfg(cfg)
+    else:
+        runner = RUNNERS.build(cfg)
     runner.register_hook(  # always: ResumeCheckHook would add a strict one
         StrictCheckpointHook(
             args.checkpoint, args.config,

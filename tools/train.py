@@ -21,11 +21,11 @@ import os.path as osp
 
 from mmengine.config import Config
 from mmengine.logging import print_log
-from mmengine.runner import Runner
 
 import mmseg_sign  # noqa: F401
 from mmseg.registry import RUNNERS
-from mmseg_sign.engine.runner import check_config_run_length
+from mmseg_sign.engine.runner import (ConfigGuardRunner,
+                                       check_config_run_length)
 from mmseg_sign.engine.schedulers import check_param_scheduler
 from mmseg_sign.engine import enable_amp
 from mmseg_sign.utils import use_gloo_without_cuda
@@ -125,9 +125,10 @@ def main():
     except ValueError as err:
         raise SystemExit(f'tools/train.py: error: {err}') from None
 
-    # build the runner from config
+    # build the runner from config (the config's runner_type, else the
+    # project's Runner, whose config dump replaces no other run's record)
     if 'runner_type' not in cfg:
-        runner = Runner.from_cfg(cfg)
+        runner = ConfigGuardRunner.from_cfg(cfg)
     else:
         runner = RUNNERS.build(cfg)
 

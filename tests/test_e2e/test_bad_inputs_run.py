@@ -499,6 +499,55 @@ def mmseg_train_with_max_iters_in_file(ctx, case):
     return Outcome(proc.returncode, proc.stdout + proc.stderr)
 
 
+def _seeded_run(ctx):
+    """A two-iteration run trained with randomness.seed=3 (made once):
+    its work dir, config and record ``WD/record.py``."""
+    cfg = ctx.path('record.py')
+    wd = ctx.path('wd_record')
+    if not osp.isdir(wd):
+        ctx.config('record.py', '')
+        out = ctx.tool('train.py', cfg, '--work-dir', wd, '--cfg-options',
+                       'randomness.seed=3')
+        assert out.rc == 0, out
+    return cfg, wd, osp.join(wd, 'record.py')
+
+
+def _keeps_record(record, case):
+    """After: the training run's record is unchanged (seed 3), and the
+    new command's own config lies in its timestamped folder."""
+    with open(record) as f:
+        text = f.read()
+    assert 'seed=3' in text
+
+    def after():
+        with open(record) as f:
+            return f.read() == text
+    case.after = after
+
+
+def test_py_in_the_training_work_dir(ctx, case):
+    """Issue 49, D1: the README's sequence (train, then test with the
+    default work dir, which is the training run's)."""
+    cfg, wd, record = _seeded_run(ctx)
+    _keeps_record(record, case)
+    return ctx.tool('test.py', cfg, osp.join(wd, 'iter_2.pth'),
+                    '--work-dir', wd)
+
+
+def mmseg_train_refused_in_a_used_work_dir(ctx, case):
+    """Issue 49, D2: mmseg's own tools/train.py, another seed, a work dir
+    holding the earlier run: refused by the work-dir guard, the record
+    kept."""
+    cfg, wd, record = _seeded_run(ctx)
+    _keeps_record(record, case)
+    proc = subprocess.run(
+        [sys.executable, _mmseg_train_tool(), cfg, '--work-dir', wd,
+         '--cfg-options', 'randomness.seed=5'],
+        cwd=ctx.root, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
+    return Outcome(proc.returncode, proc.stdout + proc.stderr)
+
+
 def _mmseg_train_tool():
     return mmseg_tool('train.py')
 
@@ -839,6 +888,20 @@ CASES = [
          r'--resume from a checkpoint at iteration 2, but the stage plan '
          r'ends at iteration 1 \(train 1\): there is nothing left to train',
          traceback_ok=True),
+    # ---- issue 49, D1 / D2: a run's config record never replaced
+    Case('test_py_keeps_the_training_record',
+         'tools/train.py CFG --cfg-options randomness.seed=3, then '
+         'tools/test.py CFG WD/iter_2.pth with the same work dir',
+         test_py_in_the_training_work_dir,
+         r'record\.py records another run of this config \(other options\)'
+         r"; kept as it is\. This run's config: \S+/\d{8}_\d{6}/record\.py",
+         ok=True),
+    Case('mmseg_train_refused_keeps_the_record',
+         "mmseg's own tools/train.py CFG --work-dir WD --cfg-options "
+         'randomness.seed=5, WD holding an earlier run',
+         mmseg_train_refused_in_a_used_work_dir,
+         r'records another run of this config.*holds checkpoints of an '
+         r'earlier run', traceback_ok=True),
     # ---- issue 49, C4: a plan that moves the checkpoint into another stage
     Case('resume_into_another_stage',
          'tools/train.py --resume from iter_2.pth (plan train 2) with the '

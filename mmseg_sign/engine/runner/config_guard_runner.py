@@ -1,4 +1,9 @@
-"""mmengine's Runner, whose config dump never replaces the config file."""
+"""mmengine's Runner, whose config dump never replaces the config file
+nor another run's config record."""
+import os.path as osp
+
+from mmengine.dist import master_only
+from mmengine.logging import print_log
 from mmengine.runner import Runner
 
 from mmseg.registry import RUNNERS
@@ -8,18 +13,41 @@ from ...utils.work_dir_lock import check_config_dump
 @RUNNERS.register_module()
 class ConfigGuardRunner(Runner):
     """``Runner`` (``runner_type='ConfigGuardRunner'`` in the schedule
-    bases), refusing a work dir that holds the run's own config file.
+    bases; mmseg's own ``tools/train.py`` / ``tools/test.py`` and ``mim``
+    build it too), whose config dump replaces nothing:
 
-    ``Runner.__init__`` writes the resolved config to
-    ``WORK_DIR/basename(config)`` before any hook exists, so with
-    ``tools/train.py DIR/cfg.py --work-dir DIR`` mmseg's own tool (which
-    builds ``runner_type``; ``mim train`` runs it) replaced the user's
-    config: its ``_base_`` and comments gone, the run's options baked in
-    (issue 41). This project's tools check the same before building a
-    Runner (:func:`~mmseg_sign.utils.work_dir_lock.check_config_dump`).
-    Everything else is mmengine's.
+    * a work dir that holds the run's own config file is refused:
+      ``Runner.__init__`` writes the resolved config to
+      ``WORK_DIR/basename(config)`` before any hook exists, so with
+      ``tools/train.py DIR/cfg.py --work-dir DIR`` the user's config lost
+      its ``_base_`` and comments (issue 41; this project's tools check the
+      same before building a Runner:
+      :func:`~mmseg_sign.utils.work_dir_lock.check_config_dump`);
+    * a work dir that holds another run's record of that config (a
+      training run's ``WORK_DIR/cfg.py``, then ``tools/test.py`` with its
+      default work dir, or a refused or resumed run with other options)
+      keeps it: this run's resolved config goes to its own log folder
+      ``WORK_DIR/TIMESTAMP/cfg.py`` (where mmengine keeps every run's
+      ``vis_data/config.py`` too), and the log says where (issue 49, D1 /
+      D2). ``overwrite_checkpoints=True`` (a new run that replaces the old
+      one) replaces the record as well.
     """
 
+    @master_only
     def dump_config(self) -> None:
         check_config_dump(self.cfg.filename, self.work_dir)
+        name = osp.basename(self.cfg.filename) if self.cfg.filename \
+            else f'{self.timestamp}.py'
+        record = osp.join(self.work_dir, name)
+        if osp.isfile(record) and not self.cfg.get('overwrite_checkpoints'):
+            with open(record, encoding='utf-8') as f:
+                same = f.read() == self.cfg.pretty_text
+            if not same:
+                own = osp.join(self._log_dir, name)
+                self.cfg.dump(own)
+                print_log(
+                    f'{record} records another run of this config (other '
+                    f'options); kept as it is. This run\'s config: {own}.',
+                    logger='current')
+                return
         super().dump_config()
