@@ -20,10 +20,12 @@ there are skipped, so a command can be repeated or extended (remove a
 run's folder and its entry to train it again). A run
 is known by what it ran (``key``: a hash of the resolved config with its
 ``--cfg-options``): a stored run under a name this command uses that ran
-something else (a config of the same file name, other options without
-``--tag``) is an error before anything trains, as are a ``--sweep`` key
-the configs lack, a repeated sweep value and a ``--rows`` entry naming an
-unknown run or stage.
+something else (a config of the same file name, other options) is an
+error before anything trains, as are ``--cfg-options`` without ``--tag``
+(or ``--sweep``), a ``--sweep`` key the configs lack, a repeated sweep
+value, a ``--rows`` entry naming an unknown run or stage and a row label
+given twice; a stored metric that is not a number in [0, 100] (NaN, a
+string) is an error naming the run.
 
 * Protocol (docs/toy_results.md): on the toy, training seeds 0-9 on toy
   data seed 0 by default (``--seeds`` / ``--data-seeds`` take ranges:
@@ -44,8 +46,8 @@ unknown run or stage.
   randomness.seed=0`` varies the initial weights alone (the spread
   decomposition of docs/toy_results.md).
 * ``--amp-dtype DTYPE`` (tools/train.py's) names the runs ``STEM+DTYPE``;
-  ``--cfg-options`` go to every run, and ``--tag NAME`` names such runs
-  ``STEM+NAME`` so that they do not pass for the config's own.
+  ``--cfg-options`` go to every run and need ``--tag NAME``, which names
+  such runs ``STEM+NAME`` so that they do not pass for the config's own.
 * ``--sweep KEY=V1,V2,...`` runs each config at each value (tags
   ``LEAFV``, e.g. ``temperature2``; the config's own value too, so that a
   curve's points are trained together), a row per value after the last
@@ -169,6 +171,12 @@ def main():
                      'letters, digits, ".", "_" and "-" only.')
     if args.sweep and args.tag or args.plot and not args.sweep:
         parser.error('--sweep names its runs (no --tag); --plot needs it')
+    if args.cfg_options and not (args.tag or args.sweep):
+        parser.error(
+            f'--cfg-options {" ".join(args.cfg_options)}: the runs then '
+            "train something else than the configs, and would be stored "
+            "under the configs' own names; give them a --tag NAME (e.g. "
+            '--tag short).')
     key = (args.sweep or '').partition('=')[0]
     leaf = key.rsplit('.', 1)[-1]
     stem_of = lambda c, tag=args.tag: row_stem(  # noqa: E731
@@ -265,6 +273,10 @@ def main():
                         f'{sorted(stages)})' if known is None else
                         f'{stem} has no stage {stage!r} (its stages: '
                         f'{known})') + '.')
+            if (label or target) in rows:
+                parser.error(f'--rows: the label {label or target!r} is '
+                             'given twice (a table row each); name them '
+                             'apart.')
             rows[label or target] = (stem, stage)
     elif args.sweep:  # the last stage at each value
         rows = {f'{stem_of(c)}@{list(stage_ends(c))[-1]} {leaf}={value:g}':

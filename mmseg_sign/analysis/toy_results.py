@@ -6,8 +6,11 @@ import functools
 import glob
 import hashlib
 import json
+import math
+import numbers
 import os.path as osp
 from pathlib import Path
+from typing import Optional
 
 from mmengine.config import Config, DictAction
 
@@ -77,7 +80,41 @@ def read_results(path: str) -> dict:
         raise ValueError(f'{path} holds a {type(results).__name__}, not the '
                          'runs of a toy table; move it away or use another '
                          '--work-dir.')
+    for name, run in results.items():
+        problem = _bad_metric(run)
+        if problem:
+            raise ValueError(
+                f'{path}: run {name!r} {problem}; a table would average it '
+                'into a row. Remove the run from the file (it is trained '
+                'again) or correct the value.')
     return results
+
+
+def _bad_metric(run) -> Optional[str]:
+    """What is wrong with a stored run's metrics (``None``: nothing): each
+    stage's IoU metrics are finite numbers in [0, 100], their ``_boot_sd``
+    and ``seconds`` finite and >= 0."""
+    if not isinstance(run, dict):
+        return f'is a {type(run).__name__}, not a run'
+    seconds = run.get('seconds')
+    if seconds is not None and not _number_in(seconds, 0, math.inf):
+        return f'has seconds={seconds!r}'
+    for stage, metrics in run.items():
+        if stage in ('params', 'seconds', 'key'):
+            continue
+        if not isinstance(metrics, dict):
+            return f'has {stage}={str(metrics)[:40]!r}, not its metrics'
+        for key, value in metrics.items():
+            high = math.inf if key.endswith('_boot_sd') else 100
+            if not _number_in(value, 0, high):
+                return (f'has {stage}.{key}={value!r} (an IoU metric is a '
+                        f'number in [0, {high:g}])')
+    return None
+
+
+def _number_in(value, low, high) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) \
+        and math.isfinite(value) and low <= value <= high
 
 
 def record_run(path: str, name: str, run: dict) -> dict:

@@ -112,7 +112,11 @@ def stage_options(index: int, stage: dict) -> dict:
     modes = MODE_OPTIONS.get(name)
     if modes and out['mode'] in modes:
         own = modes[out['mode']]
-        unused = sorted((set(stage) & set().union(*modes.values())) - own)
+        # (a filled-in stage, e.g. the plan's given to set_stage again,
+        # holds every default: only a value other than the default was
+        # chosen by the user)
+        unused = sorted(k for k in (set(stage) & set().union(
+            *modes.values())) - own if stage[k] != defaults[k])
         if unused:
             users = {k: [m for m, opts in modes.items() if k in opts]
                      for k in unused}

@@ -99,15 +99,16 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     cmd = [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
            osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
            '--data-seeds', '5', '--work-dir', str(wd), '--rows',
-           'SIGN=sign_toy@transfer', 'SIGN + AST=sign_toy@self_train',
-           '--picture', str(tmp_path / 'cmp.png'), '--cfg-options',
-           *SHORT_PLAN]
+           'SIGN=sign_toy+short@transfer',
+           'SIGN + AST=sign_toy+short@self_train',
+           '--picture', str(tmp_path / 'cmp.png'), '--tag', 'short',
+           '--cfg-options', *SHORT_PLAN]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
     out = subprocess.run(cmd, capture_output=True, text=True, env=env,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((wd / 'results.json').read_text())
-    run = results['sign_toy/5/0']
+    run = results['sign_toy+short/5/0']
     assert set(run) == {'seconds', 'params', 'key', 'train', 'transfer',
                         'self_train'}
     from mmseg_sign.analysis.toy_results import run_key
@@ -122,7 +123,8 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     # the same command again reuses the run (no training)
     again = subprocess.run(cmd, capture_output=True, text=True, env=env,
                            timeout=600)
-    assert again.returncode == 0 and 'sign_toy/5/0 {' not in again.stdout
+    assert again.returncode == 0 and \
+        'sign_toy+short/5/0 {' not in again.stdout
     assert json.loads((wd / 'results.json').read_text()) == results
     # --report-only trains nothing: a seed with no stored run is left out
     # of its rows (the runs column says 1)
@@ -131,14 +133,14 @@ def test_runner_records_every_stage_and_draws(tmp_path):
         text=True, env=env, timeout=600)
     assert report.returncode == 0, report.stderr[-3000:]
     assert '| SIGN + AST | 1 |' in report.stdout
-    assert not (wd / 'sign_toy_data5_seed1').exists()
+    assert not (wd / 'sign_toy+short_data5_seed1').exists()
     assert json.loads((wd / 'results.json').read_text()) == results
-    # without the --cfg-options it is another run: refused, not passed off
-    # as the config's own (issue 34)
+    # with the tag but without the --cfg-options it is another run:
+    # refused, not passed off as the tagged one (issue 34)
     other = subprocess.run(cmd[:-len(SHORT_PLAN) - 1], capture_output=True,
                            text=True, env=env, timeout=600)
     assert other.returncode == 2 and 'ran another config or other ' \
-        '--cfg-options: sign_toy/5/0' in other.stderr
+        '--cfg-options: sign_toy+short/5/0' in other.stderr
     assert json.loads((wd / 'results.json').read_text()) == results
 
 
@@ -387,15 +389,16 @@ def test_a_supervised_config_runs_on_the_toy_data(tmp_path):
     proc = subprocess.run(
         [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
          osp.join(REPO, 'configs', 'baselines', 'fcn_r18-tiny_toy.py'),
-         '--seeds', '0', '--work-dir', str(tmp_path), '--cfg-options',
-         'train_cfg.max_iters=2', 'train_cfg.val_interval=2',
+         '--seeds', '0', '--work-dir', str(tmp_path), '--tag', 'short',
+         '--cfg-options', 'train_cfg.max_iters=2',
+         'train_cfg.val_interval=2',
          'val_evaluator.per_class=True'],
         capture_output=True, text=True, timeout=600,
         env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert '| fcn_r18-tiny_toy@end | 1 |' in proc.stdout
+    assert '| fcn_r18-tiny_toy+short@end | 1 |' in proc.stdout
     stored = json.loads((tmp_path / 'results.json').read_text())
-    end = stored['fcn_r18-tiny_toy/0/0']['end']
+    end = stored['fcn_r18-tiny_toy+short/0/0']['end']
     assert set(end) >= {'mIoU_seen', 'mIoU_unseen', 'hIoU', 'mIoU'}
     # GZSLIoUMetric(per_class=True): each class's IoU is kept with the run
     from mmseg_sign.datasets.class_names import TOY_CLASSES

@@ -437,6 +437,35 @@ def make_toy_with(*args):
     return action
 
 
+def toy_table_report(change=None, *args):
+    """tools/toy_table.py --report-only over the protocol's stored runs of
+    sign_toy.py (seeds 0-1, docs/toy_runs/protocol_data0.json), one value
+    changed by ``change(runs)`` first (issue 49, C10-C13)."""
+
+    def action(ctx, case):
+        with open(osp.join(REPO, 'docs/toy_runs/protocol_data0.json')) as f:
+            stored = json.load(f)
+        runs = {k: stored[k] for k in ('sign_toy/0/0', 'sign_toy/0/1')}
+        if change is not None:
+            change(runs)
+        wd = ctx.fresh('wd_table')
+        with open(osp.join(wd, 'results.json'), 'w') as f:
+            json.dump(runs, f)
+        return ctx.tool('toy_table.py',
+                        osp.join(REPO, 'configs/sign/sign_toy.py'),
+                        '--report-only', '--seeds', '0', '1', '--work-dir',
+                        wd, *args)
+
+    return action
+
+
+def _set(key, value):
+    def change(runs):
+        stage, metric = key.split('.')
+        runs['sign_toy/0/1'][stage][metric] = value
+    return change
+
+
 def dist_train_with(procs):
 
     def action(ctx, case):
@@ -888,6 +917,40 @@ CASES = [
          r'--resume from a checkpoint at iteration 2, but the stage plan '
          r'ends at iteration 1 \(train 1\): there is nothing left to train',
          traceback_ok=True),
+    # ---- issue 49, C10-C13: statistics that refuse bad numbers
+    Case('toy_table_nan_metric',
+         'toy_table.py --report-only --compare over a results.json whose '
+         'run holds hIoU NaN',
+         toy_table_report(_set('self_train.hIoU', float('nan')),
+                          '--compare', 'sign_toy@self_train',
+                          'sign_toy@transfer'),
+         r"results\.json: run 'sign_toy/0/1' has self_train\.hIoU=nan \(an "
+         r'IoU metric is a number in \[0, 100\]\).*Remove the run'),
+    Case('toy_table_impossible_metric',
+         'toy_table.py --report-only over a run with hIoU = -500',
+         toy_table_report(_set('transfer.hIoU', -500)),
+         r"run 'sign_toy/0/1' has transfer\.hIoU=-500"),
+    Case('toy_table_string_metric',
+         "toy_table.py --report-only over a run with mIoU_seen '80.1'",
+         toy_table_report(_set('train.mIoU_seen', '80.1')),
+         r"run 'sign_toy/0/1' has train\.mIoU_seen='80\.1'"),
+    Case('toy_table_duplicate_row_label',
+         'toy_table.py --report-only --rows A=sign_toy@self_train '
+         'A=sign_toy@transfer',
+         toy_table_report(None, '--rows', 'A=sign_toy@self_train',
+                          'A=sign_toy@transfer'),
+         r"--rows: the label 'A' is given twice"),
+    Case('toy_table_cfg_options_without_tag',
+         'toy_table.py --cfg-options train_cfg.stages.0.iters=10 without '
+         '--tag',
+         toy_table_report(None, '--cfg-options',
+                          'train_cfg.stages.0.iters=10'),
+         r"--cfg-options train_cfg\.stages\.0\.iters=10: the runs then train "
+         r"something else than the configs.*give them a --tag NAME"),
+    Case('toy_table_report_fine',
+         'toy_table.py --report-only over the stored runs (control)',
+         toy_table_report(None), r'\| sign_toy@self_train \| 2 \|',
+         ok=True),
     # ---- issue 49, D1 / D2: a run's config record never replaced
     Case('test_py_keeps_the_training_record',
          'tools/train.py CFG --cfg-options randomness.seed=3, then '

@@ -209,12 +209,13 @@ def test_toy_table_knows_a_run_by_what_it_ran(tmp_path):
     other.parent.mkdir()
     other.write_text(f"_base_ = [{TOY!r}]\nmodel = dict(decode_head=dict("
                      "loss_mmd_weight=5.0))\n")
-    for args in ([str(other), *common[1:]],
-                 [*common, '--cfg-options', 'model.decode_head.'
-                  'loss_mmd_weight=5.0']):
-        refused(['toy_table.py', *args], REPO, [results],
-                'ran another config or other --cfg-options: '
-                'sign_toy/0/0')
+    refused(['toy_table.py', str(other), *common[1:]], REPO, [results],
+            'ran another config or other --cfg-options: sign_toy/0/0')
+    # other options under the config's own name: refused before (issue
+    # 49, C13: --cfg-options need a --tag)
+    refused(['toy_table.py', *common, '--cfg-options',
+             'model.decode_head.loss_mmd_weight=5.0'], REPO, [results],
+            'give them a --tag NAME')
     for args, message in [
             (['--sweep', 'train_cfg.stages.2.temprature=1,2'],
              'no such key'),
