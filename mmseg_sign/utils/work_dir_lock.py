@@ -23,6 +23,7 @@ import os
 import os.path as osp
 import re
 import sys
+import time
 from typing import Optional
 
 from mmengine.logging import print_log
@@ -218,9 +219,17 @@ def work_dir_checkpoints(work_dir: str) -> list:
 
 def _check_resume_source(work_dir: str, load_from: Optional[str],
                          resume: bool, overwrite: bool) -> None:
+    if resume and overwrite:
+        raise ValueError(
+            '--resume continues the run in the work dir and '
+            '--overwrite-checkpoints (overwrite_checkpoints=True) replaces '
+            'it with a new one: give one of them.')
     if resume and not load_from:
         check_last_checkpoint(work_dir)
     own = [n for n in work_dir_checkpoints(work_dir) if n.endswith('.pth')]
+    if not resume and own and overwrite and _rank() == 0:
+        set_aside_checkpoints(work_dir)
+        return
     if not resume and own and not overwrite:
         listed = f'{", ".join(own[:3])}{", ..." if len(own) > 3 else ""}'
         raise ValueError(
@@ -246,6 +255,37 @@ def _check_resume_source(work_dir: str, load_from: Optional[str],
         'finds its last checkpoint); to continue the other run, give it an '
         'empty --work-dir; to start a new run from those weights, drop '
         '--resume.')
+
+
+def set_aside_checkpoints(work_dir: str) -> str:
+    """A new run replaces the work dir's (``--overwrite-checkpoints``): the
+    old run's checkpoints and ``last_checkpoint`` move to
+    ``WORK_DIR/replaced_TIMESTAMP/``, so that none of them passes for the new
+    run's (a shorter plan left the old ``iter_8.pth`` beside the new
+    ``iter_2-6.pth``, and "the latest" was the old model: issue 49, C8)
+    and none is lost. Called under the work dir's lock, on rank 0.
+
+    Args:
+        work_dir (str): the work dir.
+
+    Returns:
+        str: the folder they went to.
+    """
+    stamp = time.strftime('%Y%m%d_%H%M%S')
+    folder = osp.join(work_dir, f'replaced_{stamp}')
+    n = 1
+    while osp.exists(folder):
+        n += 1
+        folder = osp.join(work_dir, f'replaced_{stamp}_{n}')
+    os.makedirs(folder)
+    names = work_dir_checkpoints(work_dir)
+    for name in names:
+        os.replace(osp.join(work_dir, name), osp.join(folder, name))
+    print_log(f'--overwrite-checkpoints: the earlier run\'s {len(names)} '
+              f'checkpoint file(s) ({", ".join(names[:3])}'
+              f'{", ..." if len(names) > 3 else ""}) moved to {folder}; '
+              'delete it when it is not needed.', logger='current')
+    return folder
 
 
 def check_last_checkpoint(work_dir: str) -> None:

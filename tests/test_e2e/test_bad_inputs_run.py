@@ -577,6 +577,33 @@ def mmseg_train_refused_in_a_used_work_dir(ctx, case):
     return Outcome(proc.returncode, proc.stdout + proc.stderr)
 
 
+def overwrite_with_a_shorter_plan(*extra):
+    """A work dir holding a 2-iteration run, then a 1-iteration run with
+    --overwrite-checkpoints (issue 49, C8; with --resume too: C9)."""
+
+    def action(ctx, case):
+        wd = ctx.fresh('wd_overwrite')
+        shutil.copy(ctx.ckpt, osp.join(wd, 'iter_2.pth'))
+        with open(osp.join(wd, 'last_checkpoint'), 'w') as f:
+            f.write(osp.join(wd, 'iter_2.pth'))
+        digest = _sha(osp.join(wd, 'iter_2.pth'))
+
+        def after():
+            top = sorted(n for n in os.listdir(wd) if n.endswith('.pth'))
+            moved = [osp.join(wd, d, 'iter_2.pth') for d in os.listdir(wd)
+                     if d.startswith('replaced_')]
+            if extra:  # refused: nothing moved or written
+                return top == ['iter_2.pth'] and not moved
+            return top == ['iter_1.pth'] and len(moved) == 1 and \
+                _sha(moved[0]) == digest
+        case.after = after
+        return ctx.tool('train.py', ctx.cfg, '--work-dir', wd,
+                        '--overwrite-checkpoints', *extra, '--cfg-options',
+                        'train_cfg.stages.0.iters=1')
+
+    return action
+
+
 def _mmseg_train_tool():
     return mmseg_tool('train.py')
 
@@ -951,6 +978,20 @@ CASES = [
          'toy_table.py --report-only over the stored runs (control)',
          toy_table_report(None), r'\| sign_toy@self_train \| 2 \|',
          ok=True),
+    # ---- issue 49, C8 / C9: --overwrite-checkpoints
+    Case('overwrite_with_a_shorter_plan',
+         'tools/train.py --overwrite-checkpoints with a 1-iteration plan in '
+         "a work dir holding a 2-iteration run's iter_2.pth",
+         overwrite_with_a_shorter_plan(),
+         r"--overwrite-checkpoints: the earlier run's 2 checkpoint file\(s\) "
+         r'\(iter_2\.pth, last_checkpoint\) moved to \S+/replaced_\d{8}_'
+         r'\d{6}', ok=True),
+    Case('overwrite_and_resume',
+         'tools/train.py --overwrite-checkpoints --resume',
+         overwrite_with_a_shorter_plan('--resume'),
+         r'--resume continues the run in the work dir and '
+         r'--overwrite-checkpoints .* replaces it with a new one: give one '
+         r'of them'),
     # ---- issue 49, D1 / D2: a run's config record never replaced
     Case('test_py_keeps_the_training_record',
          'tools/train.py CFG --cfg-options randomness.seed=3, then '
