@@ -39,6 +39,7 @@ from torch import nn
 from mmseg.registry import MODELS
 from ..embeddings.table import save_class_embeddings
 from ..engine.checkpoint_checks import checkpoint_mismatches
+from ..utils.cli import check_option_keys
 from ..utils.state_dict import strip_module_prefix
 from .class_vectors import new_class_vectors
 from .grown_config import (_dump_config, check_not_grown, grown_config,
@@ -187,6 +188,11 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
         if checkpoint is None:
             raise AddClassesError('a config needs its checkpoint.')
     if cfg_options:
+        try:  # a misspelt key would be kept in the grown config, unread
+            check_option_keys(cfg, cfg_options)
+        except SystemExit as err:
+            raise AddClassesError(
+                str(err).replace('error: ', '', 1)) from None
         cfg.merge_from_dict(cfg_options)
     inputs = input_paths(cfg.filename, checkpoint, source, synonyms,
                          vectors if isinstance(vectors,

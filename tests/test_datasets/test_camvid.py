@@ -181,6 +181,56 @@ def test_converter_guards_issue_41(small_camvid, tmp_path, capsys):
 
 
 @needs_camvid
+def test_converter_guards_issue_49(small_camvid, tmp_path):
+    """Issue 49, C16-C18: a list line given twice (the photograph counted
+    twice), two photographs with one name (x.png and x.jpg: one written
+    over the other) and a photograph other than the first below 32 pixels
+    a side are refused, naming the line or file; nothing is written."""
+    def refused(mutate, *needles):
+        src = tmp_path / f'src{len(os.listdir(tmp_path))}'
+        shutil.copytree(small_camvid, src)
+        mutate(src)
+        out = tmp_path / f'out{len(os.listdir(tmp_path))}'
+        with pytest.raises(SystemExit) as err:
+            converter.main([str(src), str(out)])
+        for needle in needles:
+            assert needle in str(err.value), str(err.value)
+        assert not (out / 'img_dir').exists()
+
+    def twice(src):
+        lines = (src / 'val.txt').read_text().splitlines()
+        (src / 'val.txt').write_text('\n'.join(lines + lines[:1]) + '\n')
+
+    name = (small_camvid / 'val.txt').read_text().split()[0]
+    stem = os.path.splitext(os.path.basename(name))[0]
+    n = len((small_camvid / 'val.txt').read_text().splitlines())
+    refused(twice, f'val.txt:{n + 1} lists {stem}.png again (line 1): the '
+            'photograph would count twice')
+
+    def same_stem(src):
+        lines = (src / 'val.txt').read_text().splitlines()
+        img, lab = lines[0].split()
+        shutil.copy(src / 'val' / os.path.basename(img),
+                    src / 'val' / f'{stem}.jpg')
+        (src / 'val.txt').write_text('\n'.join(
+            lines + [f'{img[:-4]}.jpg {lab}']) + '\n')
+
+    refused(same_stem, f'lists {stem}.jpg and line 1 {stem}.png: both would '
+            f'be written as {stem}.png, one over the other')
+
+    def small_last(src):
+        last = (src / 'val.txt').read_text().split()[-2:]
+        img = src / 'val' / os.path.basename(last[0])
+        lab = src / 'valannot' / os.path.basename(last[1])
+        Image.open(img).crop((0, 0, 480, 60)).save(img)
+        Image.open(lab).crop((0, 0, 480, 60)).save(lab)
+
+    # at the default --scale 0.375: 180x23 (the first photograph is fine)
+    refused(small_last, 'is 480x60: at --scale 0.375 180x22',
+            'below 32 pixels a side', '--scale >= 0.533')
+
+
+@needs_camvid
 def test_converter_cuts_train_into_fit_and_held_out(tmp_path):
     """The held-out part for choosing a recipe: sequence 0016E5, frames
     04350-05940 of the tutorial's training list (54 photographs), the rest

@@ -978,6 +978,17 @@ CASES = [
          'toy_table.py --report-only over the stored runs (control)',
          toy_table_report(None), r'\| sign_toy@self_train \| 2 \|',
          ok=True),
+    # ---- issue 49, C14: a misspelt --cfg-options key in add_classes
+    Case('add_classes_misspelt_option',
+         'tools/add_classes.py ... --cfg-options alow_split_change=True',
+         lambda ctx, case: ctx.main(
+             'add_classes', ctx.cfg, ctx.ckpt, '--classes', 'kite',
+             '--embeddings', ctx.path('data/toy/class_embeddings.npz'),
+             '--out', ctx.fresh('grown'), '--force', '--cfg-options',
+             'alow_split_change=True'),
+         r"--cfg-options alow_split_change=\.\.\.: the config has no "
+         r"'alow_split_change' and nothing reads it.*did you mean "
+         r'allow_split_change'),
     # ---- issue 49, C8 / C9: --overwrite-checkpoints
     Case('overwrite_with_a_shorter_plan',
          'tools/train.py --overwrite-checkpoints with a 1-iteration plan in '

@@ -88,7 +88,7 @@ def split_pairs(src: str, split: str) -> list:
     list_file = osp.join(src, f'{split}.txt')
     if not osp.isfile(list_file):
         return []
-    pairs = []
+    pairs, seen = [], {}  # output name -> (line, listed file name)
     with open(list_file, encoding='utf-8') as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -111,6 +111,17 @@ def split_pairs(src: str, split: str) -> list:
                     raise ValueError(f'{list_file}:{lineno} lists '
                                      f'{osp.basename(path)}, but {path} '
                                      'does not exist')
+            if names[0] in seen:  # one output file, NAME.png, for both
+                first, listed = seen[names[0]]
+                raise ValueError(
+                    f'{list_file}:{lineno} lists {osp.basename(image)} ' + (
+                        f'again (line {first}): the photograph would count '
+                        'twice' if listed == osp.basename(image) else
+                        f'and line {first} {listed}: both would be written '
+                        f'as {names[0]}.png, one over the other') +
+                    '; each photograph is listed once, under a name of its '
+                    'own.')
+            seen[names[0]] = (lineno, osp.basename(image))
             pairs.append((image, label))
     return pairs
 
@@ -154,6 +165,12 @@ def convert_pair(image_path: str, label_path: str, out: str, split: str,
                          f'{image_path} {image.size}')
     label = convert_label(np.asarray(label_img), label_path)
     size = scaled_size(image.size, scale)
+    if min(size) < MIN_SIDE:  # every photograph, not only the first
+        raise ValueError(
+            f'{image_path} is {image.size[0]}x{image.size[1]}: at --scale '
+            f'{scale} {size[0]}x{size[1]}, below {MIN_SIDE} pixels a side '
+            '(nothing to segment at output stride 8); leave it out of the '
+            f'list, or use --scale >= {MIN_SIDE / min(image.size):.3f}.')
     if size != image.size:
         image = image.resize(size, Image.BOX)
         label = np.asarray(Image.fromarray(label).resize(size,
