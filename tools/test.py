@@ -21,7 +21,8 @@ from mmseg_sign.utils import (UnreadableCheckpointError,
 from mmseg_sign.utils.atomic import check_output_dir, dataset_folders
 from mmseg_sign.utils.cli import (add_runner_args, merge_cfg_options,
                                   parse_runner_args)
-from mmseg_sign.utils.work_dir_lock import check_config_dump
+from mmseg_sign.utils.work_dir_lock import (check_config_dump,
+                                           check_work_dir)
 
 
 # TODO: support fuse_conv_bn, visualization, and format_only
@@ -112,6 +113,7 @@ def main():
         cfg.work_dir = osp.join('./work_dirs',
                                 osp.splitext(osp.basename(args.config))[0])
     try:  # mmengine's Runner writes the config into the work dir
+        check_work_dir(cfg.work_dir)
         check_config_dump(args.config, cfg.work_dir)
     except ValueError as err:
         raise SystemExit(f'tools/test.py: error: {err}') from None

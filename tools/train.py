@@ -33,7 +33,8 @@ from mmseg_sign.utils.cli import (add_runner_args, merge_cfg_options,
                                   parse_runner_args)
 from mmseg_sign.utils.work_dir_lock import (WorkDirLockedError,
                                            check_config_dump,
-                                           check_resume_source, lock_work_dir)
+                                           check_resume_source,
+                                           check_work_dir, lock_work_dir)
 
 
 def parse_args():
@@ -81,13 +82,19 @@ def main():
         check_param_scheduler(cfg)
     except ValueError as err:
         raise SystemExit(f'tools/train.py: error: {err}') from None
+    if 'randomness' in cfg and not isinstance(cfg.randomness, dict):
+        raise SystemExit(
+            f'tools/train.py: error: randomness={cfg.randomness!r}: mmengine '
+            'reads a dict (seed, deterministic, diff_rank_seed); for a random '
+            'seed write randomness=dict(seed=None).')
     seed = (cfg.get('randomness') or {}).get('seed')
     if seed is not None and (isinstance(seed, bool)
-                             or not isinstance(seed, int)):
+                             or not isinstance(seed, int)
+                             or not 0 <= seed < 2**32):
         raise SystemExit(
             f'tools/train.py: error: randomness.seed={seed!r}: a seed is an '
-            'integer (e.g. --cfg-options randomness.seed=1), or None for a '
-            'random one.')
+            'integer in [0, 2**32) (numpy\'s range; e.g. --cfg-options '
+            'randomness.seed=1), or None for a random one.')
 
     # enable automatic-mixed-precision training
     if args.amp or args.amp_dtype:
@@ -108,6 +115,7 @@ def main():
         cfg.work_dir = osp.join('./work_dirs',
                                 osp.splitext(osp.basename(args.config))[0])
     try:  # one run per work dir, until this process exits
+        check_work_dir(cfg.work_dir)
         check_config_dump(args.config, cfg.work_dir)
         lock_work_dir(cfg.work_dir)
     except (WorkDirLockedError, ValueError) as err:

@@ -338,14 +338,22 @@ def config_value(cfg_path: str, key: str):
         key (str): the dotted key.
 
     Returns:
-        The value (``None`` where the key is absent).
+        The value (``None`` where the key is absent). A stage option the
+        plan leaves at its default (``train_cfg.stages.1.synth_weight``)
+        has that default.
     """
+    from ..structures.stage_plan import STAGE_OPTIONS
     node = Config.fromfile(cfg_path)
-    for part in key.split('.'):
+    parts = key.split('.')
+    for i, part in enumerate(parts):
         try:
             node = node[int(part)] if isinstance(node, (list, tuple)) \
                 else node[part]
         except (KeyError, IndexError, ValueError, TypeError):
+            # a stage option not written in the plan: its default
+            if parts[:2] == ['train_cfg', 'stages'] and i == 3 and \
+                    len(parts) == 4 and isinstance(node, dict):
+                return STAGE_OPTIONS.get(node.get('name'), {}).get(part)
             return None
     return node
 

@@ -2,6 +2,7 @@
 share, as mmseg's own tools define them."""
 import argparse
 import difflib
+import re
 import os
 
 from mmengine.config import DictAction
@@ -104,6 +105,13 @@ def check_option_keys(cfg, options) -> None:
     """
     known = set(cfg.keys()) | set(RUNNER_KEYS)
     for key in options:
+        negative = [p for p in key.split('.') if re.fullmatch(r'-\d+', p)]
+        if negative:  # mmengine reads '-1' as a dict key of a list
+            raise SystemExit(
+                f'error: --cfg-options {key}=...: list items are named by '
+                f'their position from 0 ({negative[0]} counts from the end, '
+                "which mmengine's options do not read); write the position, "
+                'e.g. train_cfg.stages.2.iters for the third stage.')
         top = key.split('.', 1)[0]
         if top in known:
             continue

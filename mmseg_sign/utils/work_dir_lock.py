@@ -136,6 +136,32 @@ def config_dump_target(config_file: Optional[str], work_dir: str
     return None
 
 
+def check_work_dir(work_dir) -> None:
+    """The work dir can be made (or exists as a folder) before a Runner
+    writes into it: an empty name, a file, or a place that cannot hold a
+    folder (``/proc/x``, a read-only disk) is an error naming it, not
+    mmengine's ``FileNotFoundError`` halfway through its setup.
+
+    Args:
+        work_dir (str): the command's work dir.
+
+    Raises:
+        ValueError: naming the path, the reason and the fix.
+    """
+    if not isinstance(work_dir, str) or not work_dir.strip():
+        raise ValueError(
+            f'--work-dir {work_dir!r}: a work dir is a folder path (e.g. '
+            '--work-dir work_dirs/run1); leave --work-dir out for '
+            'work_dirs/CONFIG_NAME.')
+    try:
+        os.makedirs(work_dir, exist_ok=True)
+    except OSError as err:
+        raise ValueError(
+            f'--work-dir {work_dir}: cannot make the folder '
+            f'({err.strerror or err}); give a writable folder path.'
+        ) from None
+
+
 def check_config_dump(config_file: Optional[str], work_dir: str) -> None:
     """Refuse a work dir that holds the command's own config file: mmengine
     writes the resolved config over it (its ``_base_`` and comments gone,

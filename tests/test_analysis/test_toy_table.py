@@ -403,3 +403,19 @@ def test_a_supervised_config_runs_on_the_toy_data(tmp_path):
     # GZSLIoUMetric(per_class=True): each class's IoU is kept with the run
     from mmseg_sign.datasets.class_names import TOY_CLASSES
     assert {f'IoU.{name}' for name in TOY_CLASSES} <= set(end)
+
+
+def test_sweep_key_of_a_stage_option_left_at_its_default():
+    """Issue 49 (B): ``--sweep train_cfg.stages.1.synth_weight=...`` names
+    a real option that the shipped plan leaves at its default; it was
+    refused as a misspelled key. Its value is the default; a misspelt
+    option or a stage the plan lacks is still None."""
+    from mmseg_sign.analysis.toy_table import config_value
+    from mmseg_sign.structures.stage_plan import STAGE_OPTIONS
+    toy = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
+    assert config_value(toy, 'train_cfg.stages.1.synth_weight') == \
+        STAGE_OPTIONS['transfer']['synth_weight'] == 0.125
+    assert config_value(toy, 'train_cfg.stages.2.temperature') == 0.2  # set
+    assert config_value(toy, 'train_cfg.stages.1.synth_weigt') is None
+    assert config_value(toy, 'train_cfg.stages.7.synth_weight') is None
+    assert config_value(toy, 'model.decode_head.synth_weight') is None

@@ -604,6 +604,15 @@ def overwrite_with_a_shorter_plan(*extra):
     return action
 
 
+def train_refused(*args):
+    """tools/train.py with ``args`` (work dir, options), no after-check."""
+
+    def action(ctx, case):
+        return ctx.tool('train.py', ctx.cfg, *args)
+
+    return action
+
+
 def _mmseg_train_tool():
     return mmseg_tool('train.py')
 
@@ -978,6 +987,44 @@ CASES = [
          'toy_table.py --report-only over the stored runs (control)',
          toy_table_report(None), r'\| sign_toy@self_train \| 2 \|',
          ok=True),
+    # ---- issue 49, B: late or obscure errors made early and clear
+    Case('init_seed_beyond_64_bits',
+         'tools/train.py --cfg-options default_hooks.sign_random.init_seed='
+         '2**70', train_refused('--work-dir', 'wd_seed70', '--cfg-options',
+                                f'default_hooks.sign_random.init_seed={2**70}'),
+         r'RandomSourcesHook: init_seed must be None .* or an int in '
+         r'\[0, 2\*\*64\), got 1180591620717411303424', traceback_ok=True),
+    Case('draws_seed_2_64',
+         'tools/train.py --cfg-options default_hooks.sign_random.draws_seed='
+         '2**64', train_refused('--work-dir', 'wd_seed64', '--cfg-options',
+                                f'default_hooks.sign_random.draws_seed={2**64}'),
+         r'draws_seed must be None .* or an int in \[0, 2\*\*64\)',
+         traceback_ok=True),
+    Case('run_seed_negative', 'tools/train.py --cfg-options '
+         'randomness.seed=-1',
+         train_with_options('randomness.seed=-1'),
+         r'randomness\.seed=-1: a seed is an integer in \[0, 2\*\*32\)'),
+    Case('run_seed_2_32', 'tools/train.py --cfg-options '
+         'randomness.seed=4294967296',
+         train_with_options('randomness.seed=4294967296'),
+         r'randomness\.seed=4294967296: a seed is an integer in '
+         r'\[0, 2\*\*32\)'),
+    Case('randomness_none', "a config with randomness = None",
+         train_with('randomness = None'),
+         r'randomness=None: mmengine reads a dict .* randomness=dict\('
+         r'seed=None\)'),
+    Case('work_dir_empty', "tools/train.py --work-dir ''",
+         train_refused('--work-dir', ''),
+         r"--work-dir '': a work dir is a folder path"),
+    Case('work_dir_in_proc', 'tools/train.py --work-dir /proc/x',
+         train_refused('--work-dir', '/proc/x'),
+         r'--work-dir /proc/x: cannot make the folder \(.+\); give a '
+         r'writable folder path'),
+    Case('negative_stage_index', 'tools/train.py --cfg-options '
+         'train_cfg.stages.-1.iters=3',
+         train_with_options('train_cfg.stages.-1.iters=3'),
+         r'--cfg-options train_cfg\.stages\.-1\.iters=\.\.\.: list items '
+         r'are named by their position from 0'),
     # ---- issue 49, C14: a misspelt --cfg-options key in add_classes
     Case('add_classes_misspelt_option',
          'tools/add_classes.py ... --cfg-options alow_split_change=True',

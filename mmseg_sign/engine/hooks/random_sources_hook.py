@@ -14,11 +14,14 @@ from ..runner.runner_state import unwrap_model
 
 
 def _check_seed(name: str, value) -> None:
+    # torch's generators take seeds of 64 bits (a larger one fails deep in
+    # manual_seed: "Overflow when unpacking long long")
     if value is not None and (isinstance(value, bool)
-                              or not isinstance(value, int) or value < 0):
+                              or not isinstance(value, int) or value < 0
+                              or value >= 2**64):
         raise ValueError(
             f'RandomSourcesHook: {name} must be None (the run seed\'s '
-            f'stream) or an int >= 0, got {value!r}.')
+            f'stream) or an int in [0, 2**64), got {value!r}.')
 
 
 def _reset(module) -> None:
