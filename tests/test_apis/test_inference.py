@@ -71,3 +71,38 @@ def test_refuses_a_checkpoint_of_another_model(saved, toy_root, tmp_path):
                        '9'):
         init_model_checked(_config(toy_root), path,
                            dataset_classes=CLASSES[:9])
+
+
+def test_tiny_images_are_refused_and_large_ones_get_a_note(saved, toy_root):
+    """Issue 49 (C15): mmseg's inference_model on a 1×1 image returned a
+    1×1 map while training refuses such an image; (B) a large whole-image
+    input is said to be slow, once, with the slide-mode remedy. A normal
+    image is segmented as before."""
+    import logging
+
+    import numpy as np
+    from mmengine.logging import MMLogger
+    from mmseg.apis import inference_model
+    from mmseg_sign.models.segmentors import ZeroShotEncoderDecoder
+    model = init_model_checked(_config(toy_root), saved[0])
+    with pytest.raises(ValueError, match=r'is 1×1: too small to segment '
+                       r'\(at least 2 pixels a side'):
+        inference_model(model, np.zeros((1, 1, 3), np.uint8))
+    assert inference_model(model, np.zeros((2, 3, 3), np.uint8)
+                           ).pred_sem_seg.data.shape[-2:] == (2, 3)
+    # the note: a threshold lowered for the test (the default is 1024²)
+    model.LARGE_WHOLE_IMAGE = 64 * 64
+    ZeroShotEncoderDecoder._said_large = False
+    logger = MMLogger.get_current_instance()
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    try:
+        for _ in range(2):
+            inference_model(model, np.zeros((72, 80, 3), np.uint8))
+    finally:
+        logger.removeHandler(handler)
+    notes = [r.getMessage() for r in records
+             if 'whole-image inference at 72×80' in r.getMessage()]
+    assert len(notes) == 1 and "mode='slide'" in notes[0]

@@ -3,10 +3,12 @@ step of the current SIGN stage over an ``OptimWrapperDict`` (the stages:
 docs/reproduction.md).
 """
 import copy
+import logging
 from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
+from mmengine.logging import print_log
 from mmengine.optim import OptimWrapper, OptimWrapperDict
 
 from mmseg.models.segmentors import EncoderDecoder
@@ -109,6 +111,36 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
                                            SpatialInformationModule):
             return self.extract_feat(inputs)
         return self.neck(self.backbone(inputs), features_only=True)
+
+    #: whole-image inputs above this many pixels get a note on the SIM's
+    #: cost (its attention is quadratic in the feature pixels)
+    LARGE_WHOLE_IMAGE = 1024 * 1024
+
+    def predict(self, inputs: torch.Tensor, data_samples=None):
+        """mmseg's ``predict``, after the checks training makes too: an
+        image with a side under 2 pixels is refused (training refuses it
+        when its labels load; inference returned a 1×1 map), and a large
+        whole-image input is said to be slow once, with the remedy."""
+        for sample in data_samples or []:
+            shape = sample.metainfo.get('ori_shape')
+            if shape is not None and min(shape[:2]) < 2:
+                raise ValueError(
+                    f"{sample.metainfo.get('img_path') or 'an image'} is "
+                    f'{shape[0]}×{shape[1]}: too small to segment (at least '
+                    '2 pixels a side, as in training).')
+        h, w = inputs.shape[-2:]
+        if h * w > self.LARGE_WHOLE_IMAGE and \
+                self.test_cfg.get('mode', 'whole') == 'whole' and \
+                not getattr(ZeroShotEncoderDecoder, '_said_large', False):
+            ZeroShotEncoderDecoder._said_large = True
+            print_log(
+                f'whole-image inference at {h}×{w}: the SIM attends over '
+                'every feature pixel, so time and memory grow with the '
+                'square of the image area (a 2048×2048 image takes ~40 s '
+                "on a CPU core). For large images set model.test_cfg=dict("
+                "mode='slide', crop_size=(512, 512), stride=(341, 341)).",
+                logger='current', level=logging.WARNING)
+        return super().predict(inputs, data_samples)
 
     def encode_decode(self, inputs: torch.Tensor,
                       batch_img_metas: list) -> torch.Tensor:
