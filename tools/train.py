@@ -11,7 +11,7 @@
 * the work dir is locked by the run that owns it (a second run in it
   stops at once, naming the first one's pid); a new run in a work dir that
   holds checkpoints stops before it writes over them (``--resume``
-  continues them, ``--overwrite-checkpoints`` replaces them); ``--cfg-options
+  continues them, ``--overwrite-checkpoints`` moves them aside); ``--cfg-options
   train_cfg.max_iters=N`` that the SIGN stage plan would override is an
   error.
 """
@@ -51,8 +51,8 @@ def parse_args():
         action='store_true',
         default=False,
         help='train from scratch in a work dir that holds checkpoints of an '
-        'earlier run, replacing them (refused without it: add --resume to '
-        'continue that run)')
+        'earlier run, which move to WORK_DIR/replaced_TIMESTAMP (refused '
+        'without it: add --resume to continue that run)')
     parser.add_argument(
         '--amp',
         action='store_true',
