@@ -91,24 +91,33 @@ def read_results(path: str) -> dict:
 
 
 def _bad_metric(run) -> Optional[str]:
-    """What is wrong with a stored run's metrics (``None``: nothing): each
-    stage's IoU metrics are finite numbers in [0, 100], their ``_boot_sd``
-    and ``seconds`` finite and >= 0."""
+    """What is wrong with a stored run's metrics (``None``: nothing): every
+    IoU metric (``mIoU*``, ``hIoU``, ``IoU.*``, at the top or in a stage's
+    dict) is a finite number in [0, 100], each ``*_boot_sd`` and
+    ``seconds`` finite and >= 0; other entries are not read here."""
     if not isinstance(run, dict):
         return f'is a {type(run).__name__}, not a run'
     seconds = run.get('seconds')
     if seconds is not None and not _number_in(seconds, 0, math.inf):
         return f'has seconds={seconds!r}'
     for stage, metrics in run.items():
-        if stage in ('params', 'seconds', 'key'):
+        if stage in ('params', 'key', 'seconds'):
             continue
-        if not isinstance(metrics, dict):
-            return f'has {stage}={str(metrics)[:40]!r}, not its metrics'
-        for key, value in metrics.items():
-            high = math.inf if key.endswith('_boot_sd') else 100
+        items = metrics.items() if isinstance(metrics, dict) else \
+            [(None, metrics)]
+        for key, value in items:
+            name = stage if key is None else f'{stage}.{key}'
+            leaf = stage if key is None else key
+            if leaf.endswith('_boot_sd'):
+                high = math.inf
+            elif leaf in ('mIoU', 'hIoU') or leaf.startswith(
+                    ('mIoU_', 'IoU.')):
+                high = 100
+            else:
+                continue
             if not _number_in(value, 0, high):
-                return (f'has {stage}.{key}={value!r} (an IoU metric is a '
-                        f'number in [0, {high:g}])')
+                return (f'has {name}={value!r} (an IoU metric is a number '
+                        f'in [0, {high:g}])')
     return None
 
 

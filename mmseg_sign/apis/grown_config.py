@@ -9,6 +9,7 @@ import numpy as np
 from mmengine.config import Config
 
 from mmseg.registry import DATASETS
+from ..structures.stage_plan import without_other_modes
 from .outputs import AddClassesError, atomic_write
 
 
@@ -133,7 +134,7 @@ def self_train_config(cfg, stage: dict, load_from: str, work_dir: str,
         Config: a new config.
     """
     cfg = copy.deepcopy(cfg)
-    cfg.train_cfg.stages = [stage]
+    cfg.train_cfg.stages = [without_other_modes(stage)]
     cfg.load_from = load_from
     cfg.resume = False
     cfg.work_dir = work_dir

@@ -85,6 +85,59 @@ def _check_int(where: str, key: str, value) -> None:
                          f'{value!r}.')
 
 
+def check_mode_options(index: int, stage: dict) -> None:
+    """A stage as written in a plan sets no option that its mode does not
+    read (``temperature`` with ``mode='ST'``, ``block_iters`` with
+    ``mode='classifier'``): it would be accepted and ignored (issue 49, C6).
+    Only the plan is checked: code that switches a filled-in stage to
+    another mode (``add_classes``' refit) passes the others' options on.
+
+    Args:
+        index (int): its place in the plan (for error messages).
+        stage (dict): the stage as written.
+
+    Raises:
+        ValueError: naming the options and the modes that read them.
+    """
+    name = stage.get('name')
+    modes = MODE_OPTIONS.get(name)
+    mode = stage.get('mode', STAGE_OPTIONS.get(name, {}).get('mode'))
+    if not modes or mode not in modes:
+        return
+    where = f'stages[{index}] ({name})'
+    own = modes[mode]
+    unused = sorted((set(stage) & set().union(*modes.values())) - own)
+    if unused:
+        users = {k: [m for m, opts in modes.items() if k in opts]
+                 for k in unused}
+        raise ValueError(
+            f"{where}: mode={mode!r} does not use "
+            f'{", ".join(unused)} (it reads '
+            f'{", ".join(sorted(own)) or "none of the mode options"}); '
+            'the value would be accepted and ignored. Remove it, or '
+            'choose the mode that uses it: ' + '; '.join(
+                f"{k}: mode={' or '.join(map(repr, m))}"
+                for k, m in users.items()) + '.')
+
+
+def without_other_modes(stage: dict) -> dict:
+    """A filled-in stage (:func:`stage_options`) without the options that
+    only other modes read: the stage as a plan may write it (e.g. the
+    self-training run ``add_classes`` writes, from the config's stage).
+
+    Args:
+        stage (dict): a stage with ``name`` and its options.
+
+    Returns:
+        dict: a copy without the other modes' options.
+    """
+    modes = MODE_OPTIONS.get(stage.get('name'))
+    if not modes or stage.get('mode') not in modes:
+        return dict(stage)
+    drop = set().union(*modes.values()) - modes[stage['mode']]
+    return {k: v for k, v in stage.items() if k not in drop}
+
+
 def stage_options(index: int, stage: dict) -> dict:
     """Check one stage of a plan and fill in its options.
 
@@ -109,25 +162,6 @@ def stage_options(index: int, stage: dict) -> dict:
         raise ValueError(f'{where}: unknown keys {sorted(unknown)}; '
                          f'options: {sorted(defaults) or "none"}.')
     out = dict(defaults, **stage)
-    modes = MODE_OPTIONS.get(name)
-    if modes and out['mode'] in modes:
-        own = modes[out['mode']]
-        # (a filled-in stage, e.g. the plan's given to set_stage again,
-        # holds every default: only a value other than the default was
-        # chosen by the user)
-        unused = sorted(k for k in (set(stage) & set().union(
-            *modes.values())) - own if stage[k] != defaults[k])
-        if unused:
-            users = {k: [m for m, opts in modes.items() if k in opts]
-                     for k in unused}
-            raise ValueError(
-                f"{where}: mode={out['mode']!r} does not use "
-                f'{", ".join(unused)} (it reads '
-                f'{", ".join(sorted(own)) or "none of the mode options"}); '
-                'the value would be accepted and ignored. Remove it, or '
-                'choose the mode that uses it: ' + '; '.join(
-                    f"{k}: mode={' or '.join(map(repr, m))}"
-                    for k, m in users.items()) + '.')
     if name == 'transfer':
         if out['mode'] not in TRANSFER_MODES:
             raise ValueError(f'{where}: mode must be one of '
@@ -244,6 +278,8 @@ class StagePlan:
                              'least one stage.')
         self.stages: List[dict] = [
             stage_options(i, s) for i, s in enumerate(stages)]
+        for i, stage in enumerate(stages):
+            check_mode_options(i, stage)
         order = list(STAGE_OPTIONS)  # train, transfer, self_train
         for i, (a, b) in enumerate(zip(self.stages, self.stages[1:])):
             if order.index(b['name']) < order.index(a['name']):

@@ -554,7 +554,7 @@ def _keeps_record(record, case):
     case.after = after
 
 
-def test_py_in_the_training_work_dir(ctx, case):
+def run_test_py_in_the_training_work_dir(ctx, case):
     """Issue 49, D1: the README's sequence (train, then test with the
     default work dir, which is the training run's)."""
     cfg, wd, record = _seeded_run(ctx)
@@ -1054,7 +1054,7 @@ CASES = [
     Case('test_py_keeps_the_training_record',
          'tools/train.py CFG --cfg-options randomness.seed=3, then '
          'tools/test.py CFG WD/iter_2.pth with the same work dir',
-         test_py_in_the_training_work_dir,
+         run_test_py_in_the_training_work_dir,
          r'record\.py records another run of this config \(other options\)'
          r"; kept as it is\. This run's config: \S+/\d{8}_\d{6}/record\.py",
          ok=True),

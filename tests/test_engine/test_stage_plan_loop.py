@@ -198,14 +198,16 @@ default_hooks = dict(checkpoint=dict(interval=2))
 """)
     run_tool(['train.py', old, '--work-dir', wd], workspace)
     now = write_config(workspace / 'now.py', 'configs/sign/sign_toy.py', """
-stages = [dict(name='train', iters=2), dict(name='self_train', iters=2)]
+stages = [dict(name='train', iters=2),
+          dict(name='transfer', iters=2, block_iters=1),
+          dict(name='self_train', iters=2)]
 train_cfg = dict(stages=stages, val_interval=100)
 default_hooks = dict(checkpoint=dict(interval=2))
 """)
     out = run_tool(['train.py', now, '--work-dir', wd, '--resume'],
                    workspace)
     assert 'optim_wrapper.self_train now updates other parameters' in out
-    assert (workspace / 'wd_regroup' / 'iter_4.pth').exists()
+    assert (workspace / 'wd_regroup' / 'iter_6.pth').exists()
 
 
 def test_split_hook_refuses_a_transfer_plan_without_unseen_classes(

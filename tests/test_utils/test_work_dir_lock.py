@@ -1,6 +1,8 @@
 """utils/work_dir_lock.py's checks of the checkpoints a run would write
 over (check_resume_source), on hand-made work dirs; the same cases through
 tools/train.py and mmseg's tool: tests/test_e2e/test_output_guard.py."""
+import os.path as osp
+
 import pytest
 
 from mmseg_sign.utils import work_dir_lock
@@ -16,7 +18,7 @@ def _fresh_memo(monkeypatch):
 
 def _work_dir(tmp_path, *names):
     wd = tmp_path / 'wd'
-    wd.mkdir()
+    wd.mkdir(parents=True)
     for name in names:
         (wd / name).write_text('x')
     (wd / '20261126_000000').mkdir()  # a log folder: not a checkpoint
@@ -38,22 +40,40 @@ def test_a_new_run_in_a_work_dir_without_checkpoints_is_allowed(tmp_path,
 
 
 def test_a_new_run_over_checkpoints_needs_overwrite(tmp_path):
-    wd = _work_dir(tmp_path, 'iter_2.pth', 'iter_4.pth', 'last_checkpoint')
-    for load_from in (None, f'{wd}/iter_2.pth', str(tmp_path / 'x.pth')):
+    """Refused without --overwrite-checkpoints; with it the earlier run's
+    checkpoints move to WORK_DIR/replaced_TIMESTAMP (issue 49, C8), so
+    none passes for the new run's and none is lost."""
+    import os
+    for i, load_from in enumerate((None, 'iter_2.pth', 'x.pth')):
+        wd = _work_dir(tmp_path / str(i), 'iter_2.pth', 'iter_4.pth',
+                       'last_checkpoint')
+        if load_from is not None:
+            load_from = osp.join(wd if load_from == 'iter_2.pth'
+                                 else str(tmp_path), load_from)
         with pytest.raises(ValueError, match=(
                 rf'the work dir {wd} holds checkpoints of an earlier run '
                 r'\(iter_2.pth, iter_4.pth\).*--resume.*another --work-dir'
                 r'.*--overwrite-checkpoints.*overwrite_checkpoints=True')):
             check_resume_source(wd, load_from, resume=False)
         check_resume_source(wd, load_from, resume=False, overwrite=True)
-    (tmp_path / 'wd' / 'last_checkpoint').write_text(f'{wd}/iter_4.pth')
+        assert work_dir_checkpoints(wd) == []
+        moved = [d for d in os.listdir(wd) if d.startswith('replaced_')]
+        assert len(moved) == 1 and sorted(os.listdir(
+            osp.join(wd, moved[0]))) == ['iter_2.pth', 'iter_4.pth',
+                                         'last_checkpoint']
+    wd = _work_dir(tmp_path / 'own', 'iter_2.pth', 'iter_4.pth')
+    (tmp_path / 'own' / 'wd' / 'last_checkpoint').write_text(
+        f'{wd}/iter_4.pth')
     check_resume_source(wd, None, resume=True)  # continues its own run
 
 
 def test_resume_from_another_runs_checkpoint_stays_refused(tmp_path):
     wd = _work_dir(tmp_path, 'iter_2.pth')
     other = str(tmp_path / 'other.pth')
-    for overwrite in (False, True):
-        with pytest.raises(ValueError, match='another run\'s checkpoint'):
-            check_resume_source(wd, other, resume=True, overwrite=overwrite)
+    with pytest.raises(ValueError, match='another run\'s checkpoint'):
+        check_resume_source(wd, other, resume=True)
+    # with --overwrite-checkpoints too: the two flags contradict (C9)
+    with pytest.raises(ValueError, match='--resume continues the run in the '
+                       'work dir and --overwrite-checkpoints'):
+        check_resume_source(wd, other, resume=True, overwrite=True)
     check_resume_source(wd, f'{wd}/iter_2.pth', resume=True)  # its own
