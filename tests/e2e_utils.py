@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import torch
+import tool_server
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
@@ -48,8 +49,8 @@ def run_tool(args, cwd, launcher=None, nproc=2, timeout=600, mmseg=False):
     else:
         cmd = [sys.executable, tool, *args[1:]]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = tool_server.run(cmd, cwd=cwd, env=env, timeout=timeout,
+                           capture_output=True, text=True)
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
         raise AssertionError(f'{" ".join(cmd)} failed:\n{out[-6000:]}')

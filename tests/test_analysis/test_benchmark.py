@@ -2,9 +2,9 @@
 tool prints every row."""
 import os
 import os.path as osp
-import subprocess
 import sys
 
+import tool_server
 from e2e_utils import REPO, run_tool, write_config
 
 from mmseg_sign.analysis.logs import logged_records
@@ -51,7 +51,7 @@ def test_benchmark_tool_prints_every_row():
            '--sizes', '64x64', '80x96', '--warmup', '0', '--repeats', '1',
            '--batch-size', '2', '--cfg-options',
            'model.train_cfg.ce_scales=[1.0,0.75]']
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+    proc = tool_server.run(cmd, capture_output=True, text=True, cwd=REPO,
                           env=dict(os.environ, PYTHONWARNINGS='ignore'))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout

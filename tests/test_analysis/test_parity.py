@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import tool_server
 from e2e_utils import REPO, load_tool
 from mmseg_sign.analysis.parity import (compare, parse_setting,
                                      pinned_randomness, plan_steps)
@@ -173,7 +174,7 @@ def test_the_tool_refuses_tf32_on_a_cpu(tmp_path):
     import subprocess
     import sys
     out = tmp_path / 'p.json'
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, os.path.join(REPO, 'tools', 'analysis', 'parity.py'),
          os.path.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--settings',
          'cpu:float64', 'cpu:float32:tf32', '--out', str(out)],

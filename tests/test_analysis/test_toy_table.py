@@ -11,6 +11,7 @@ from datetime import datetime
 import pytest
 import torch
 
+import tool_server
 from e2e_utils import REPO
 
 SHORT_PLAN = ['train_cfg.stages.0.iters=2',
@@ -104,7 +105,7 @@ def test_runner_records_every_stage_and_draws(tmp_path):
            '--picture', str(tmp_path / 'cmp.png'), '--tag', 'short',
            '--cfg-options', *SHORT_PLAN]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env,
+    out = tool_server.run(cmd, capture_output=True, text=True, env=env,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((wd / 'results.json').read_text())
@@ -121,14 +122,14 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     assert out.stdout.index('| SIGN |') < out.stdout.index('| SIGN + AST |')
     assert (tmp_path / 'cmp.png').stat().st_size > 0
     # the same command again reuses the run (no training)
-    again = subprocess.run(cmd, capture_output=True, text=True, env=env,
+    again = tool_server.run(cmd, capture_output=True, text=True, env=env,
                            timeout=600)
     assert again.returncode == 0 and \
         'sign_toy+short/5/0 {' not in again.stdout
     assert json.loads((wd / 'results.json').read_text()) == results
     # --report-only trains nothing: a seed with no stored run is left out
     # of its rows (the runs column says 1)
-    report = subprocess.run(
+    report = tool_server.run(
         [*cmd[:4], '0', '1', *cmd[5:], '--report-only'], capture_output=True,
         text=True, env=env, timeout=600)
     assert report.returncode == 0, report.stderr[-3000:]
@@ -137,7 +138,7 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     assert json.loads((wd / 'results.json').read_text()) == results
     # with the tag but without the --cfg-options it is another run:
     # refused, not passed off as the tagged one (issue 34)
-    other = subprocess.run(cmd[:-len(SHORT_PLAN) - 1], capture_output=True,
+    other = tool_server.run(cmd[:-len(SHORT_PLAN) - 1], capture_output=True,
                            text=True, env=env, timeout=600)
     assert other.returncode == 2 and 'ran another config or other ' \
         '--cfg-options: sign_toy+short/5/0' in other.stderr
@@ -159,7 +160,7 @@ def test_seed_key_varies_one_source_and_compare_pairs_the_runs(tmp_path):
            '--tag', 'init', '--seed-key', key, '--cfg-options',
            'randomness.seed=0', *SHORT_PLAN]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env,
+    out = tool_server.run(cmd, capture_output=True, text=True, env=env,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     states = []
@@ -175,7 +176,7 @@ def test_seed_key_varies_one_source_and_compare_pairs_the_runs(tmp_path):
     stem = 'backbone.stem.0.weight'
     assert not torch.equal(states[0][stem], states[1][stem])
     results = json.loads((wd / 'results.json').read_text())
-    report = subprocess.run(
+    report = tool_server.run(
         [*cmd, '--report-only', '--rows', 'T=sign_toy+init@transfer',
          'AST=sign_toy+init@self_train', '--compare', 'AST', 'T'],
         capture_output=True, text=True, env=env, timeout=600)
@@ -217,7 +218,7 @@ def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
            '--cfg-options', *SHORT_PLAN]
     env = dict(os.environ, PYTHONWARNINGS='ignore')
     env.pop('OMP_NUM_THREADS', None)  # --jobs sets it for each run
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env,
+    out = tool_server.run(cmd, capture_output=True, text=True, env=env,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((wd / 'results.json').read_text())
@@ -353,7 +354,7 @@ def test_toy_data_of_another_seed_is_not_reused(tmp_path):
     record = data0 / TOY_DATA_RECORD
     assert json.loads(record.read_text())['seed'] == 1
     # through the tool: refused before anything trains
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
          osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
          '--work-dir', str(tmp_path)], capture_output=True, text=True,
@@ -386,7 +387,7 @@ def test_a_supervised_config_runs_on_the_toy_data(tmp_path):
     """Issue 41: toy_table gave every config the toy class-embedding table,
     so mmseg's FCN (no zero-shot head) failed in its head's constructor
     with a raw TypeError. A head without a table gets none."""
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
          osp.join(REPO, 'configs', 'baselines', 'fcn_r18-tiny_toy.py'),
          '--seeds', '0', '--work-dir', str(tmp_path), '--tag', 'short',

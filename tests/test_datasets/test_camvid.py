@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import tool_server
 from e2e_utils import last_metrics, load_tool, run_tool, write_config
 from mmseg_sign.datasets import ZeroShotCamVidDataset
 from mmseg_sign.datasets.class_names import (CAMVID_CLASSES,
@@ -451,7 +452,7 @@ def test_ceiling_class_weights_are_the_training_labels():
 def test_table_data_seeds_are_for_the_toy_data():
     import subprocess
     import sys
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, str(REPO / 'tools/toy_table.py'),
          str(REPO / 'configs/sign/sign_camvid.py'), '--data', 'config',
          '--data-seeds', '1'], capture_output=True, text=True, cwd=REPO)

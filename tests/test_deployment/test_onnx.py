@@ -5,7 +5,6 @@ backbone, SIM, C, resize)."""
 import copy
 import importlib.util
 import os.path as osp
-import subprocess
 import sys
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
+import tool_server
 from e2e_utils import REPO, write_config
 
 onnx = pytest.importorskip('onnx')
@@ -274,7 +274,7 @@ def test_command_line_error(toy, tmp_path):
     """As a user runs it: a clear message and a non-zero exit, no
     traceback."""
     ws, cfg_path, ckpt = toy
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, TOOL, cfg_path, ckpt, '--out',
          str(tmp_path / 'x.onnx'), '--cfg-options',
          'model.test_cfg.mode=slide'],
@@ -301,13 +301,13 @@ def test_export_needs_no_gensim(toy, tmp_path):
         f"runpy.run_path({TOOL!r}, run_name='__main__')\n"
         "assert not any(m.startswith('gensim.') for m in sys.modules)\n"
         "print('gensim-free export ok')\n")
-    proc = subprocess.run([sys.executable, '-c', code], cwd=str(ws),
+    proc = tool_server.run([sys.executable, '-c', code], cwd=str(ws),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert 'gensim-free export ok' in proc.stdout
     assert osp.getsize(out) > 0
     # the guard is real: the builder does need gensim
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, '-c', "import sys; sys.modules['gensim'] = None\n"
          "from mmseg_sign.embeddings import build_class_embeddings"],
         capture_output=True, text=True, timeout=120)

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 import torch
 
+import tool_server
 from e2e_utils import REPO, mmseg_tool
 
 from mmseg_sign.datasets.class_names import TOY_UNSEEN
@@ -119,7 +120,7 @@ class Context:
         cmd = [sys.executable, osp.join(REPO, 'tools', args[0]), *args[1:]]
         env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1',
                    MKL_NUM_THREADS='1')
-        proc = subprocess.run(cmd, cwd=self.root, env=env,
+        proc = tool_server.run(cmd, cwd=self.root, env=env,
                               capture_output=True, text=True,
                               timeout=timeout)
         return Outcome(proc.returncode, proc.stdout + proc.stderr)
@@ -470,7 +471,7 @@ def dist_train_with(procs):
 
     def action(ctx, case):
         wd = ctx.fresh('wd_dist')
-        proc = subprocess.run(
+        proc = tool_server.run(
             ['bash', osp.join(REPO, 'tools', 'dist_train.sh'), ctx.cfg,
              procs, '--work-dir', wd], cwd=ctx.root, capture_output=True,
             text=True, timeout=120)
@@ -520,7 +521,7 @@ def mmseg_train_with_max_iters_in_file(ctx, case):
     cfg = ctx.config('max_iters_file_mmseg.py',
                      'train_cfg = dict(max_iters=5)')
     wd = ctx.fresh('wd_max_iters_mmseg')
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, _mmseg_train_tool(), cfg, '--work-dir', wd],
         cwd=ctx.root, capture_output=True, text=True, timeout=300,
         env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
@@ -569,7 +570,7 @@ def mmseg_train_refused_in_a_used_work_dir(ctx, case):
     kept."""
     cfg, wd, record = _seeded_run(ctx)
     _keeps_record(record, case)
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, _mmseg_train_tool(), cfg, '--work-dir', wd,
          '--cfg-options', 'randomness.seed=5'],
         cwd=ctx.root, capture_output=True, text=True, timeout=300,
@@ -699,7 +700,7 @@ def mmseg_train_in_locked_work_dir(ctx, case):
     tool = _mmseg_train_tool()
     wd = ctx.fresh('wd_locked_mmseg')
     with locked_by_another_process(wd, case):
-        proc = subprocess.run(
+        proc = tool_server.run(
             [sys.executable, tool, ctx.cfg, '--work-dir', wd], cwd=ctx.root,
             capture_output=True, text=True, timeout=300,
             env=dict(os.environ, PYTHONWARNINGS='ignore',

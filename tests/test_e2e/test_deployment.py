@@ -3,7 +3,6 @@ inference from any directory, tools/publish_model.py, test-time
 augmentation."""
 import os
 import os.path as osp
-import subprocess
 import sys
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
+import tool_server
 from e2e_utils import (REPO, last_metrics, run_tool, toy_workspace,
                        write_config)
 
@@ -169,7 +169,7 @@ def test_init_model_from_any_directory(tmp_path, deploy, published):
     script.write_text(SCRIPT)
     out = str(tmp_path / 'preds.npy')
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, str(script), cfg_path, img, out, ckpt,
          published[0]], cwd=str(empty), env=env, capture_output=True,
         text=True, timeout=300)

@@ -4,7 +4,6 @@ and tools/test.py refuses a test split other than the checkpoint's unless
 --allow-split-change."""
 import os
 import os.path as osp
-import subprocess
 import sys
 from types import SimpleNamespace
 
@@ -12,6 +11,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
+import tool_server
 from e2e_utils import REPO, last_metrics, toy_workspace
 
 from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
@@ -47,7 +47,7 @@ def write(path, body):
 def run(ws, tool, *args):
     cmd = [sys.executable, osp.join(REPO, 'tools', tool), *args]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = subprocess.run(cmd, cwd=ws, env=env, capture_output=True,
+    proc = tool_server.run(cmd, cwd=ws, env=env, capture_output=True,
                           text=True, timeout=300)
     return proc.returncode, proc.stdout + proc.stderr
 

@@ -5,12 +5,12 @@ it was and fails before any work."""
 import json
 import os
 import os.path as osp
-import subprocess
 import sys
 
 import pytest
 import torch
 
+import tool_server
 from e2e_utils import REPO, toy_workspace
 from mmseg_sign.analysis.toy_results import read_results, record_run
 
@@ -20,7 +20,7 @@ TOY = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
 def tool(args, cwd):
     """``(returncode, stdout + stderr)`` of ``tools/<args[0]>``."""
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, osp.join(REPO, 'tools', args[0]), *args[1:]],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     return proc.returncode, proc.stdout + proc.stderr
@@ -359,7 +359,7 @@ def test_a_work_dir_holding_the_config_is_refused(ws, name):
         from e2e_utils import mmseg_tool
         env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
         before = open(cfg, 'rb').read()
-        proc = subprocess.run(
+        proc = tool_server.run(
             [sys.executable, mmseg_tool('train.py'), cfg, '--work-dir',
              str(wd)], cwd=ws, env=env, capture_output=True, text=True,
             timeout=300)
@@ -390,7 +390,7 @@ def test_resume_from_another_runs_checkpoint_is_refused(ws):
     from e2e_utils import mmseg_tool
     before = own.read_bytes()
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, mmseg_tool('train.py'), cfg, '--work-dir',
          str(ws / 'wd_own'), '--resume', '--cfg-options',
          f'load_from={other}'], cwd=ws, env=env, capture_output=True,
@@ -423,7 +423,7 @@ def test_a_new_run_over_another_runs_checkpoints_is_refused(ws):
     assert 'Traceback' not in out
     before = {p: p.read_bytes() for p in kept}
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, mmseg_tool('train.py'), cfg, '--work-dir', str(wd)],
         cwd=ws, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and message in proc.stdout + proc.stderr
@@ -434,7 +434,7 @@ def test_a_new_run_over_another_runs_checkpoints_is_refused(ws):
                     '--overwrite-checkpoints', '--cfg-options',
                     'randomness.seed=1'], ws)
     assert (wd / 'iter_2.pth').read_bytes() != before[wd / 'iter_2.pth']
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, mmseg_tool('train.py'), cfg, '--work-dir', str(wd),
          '--cfg-options', 'overwrite_checkpoints=True'],
         cwd=ws, env=env, capture_output=True, text=True, timeout=300)

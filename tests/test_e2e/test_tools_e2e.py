@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+import tool_server
 from e2e_utils import (REAL_LOADERS, REPO, SIGN_SHORT, assert_same_weights,
                        last_metrics, load_state, run_tool, short_plan,
                        toy_workspace, write_config)
@@ -359,7 +360,7 @@ def test_checkpoint_write_failure_keeps_the_previous(workspace, sign_run):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg,
          '--work-dir', str(wd), '--resume'], cwd=workspace,
         capture_output=True, text=True, preexec_fn=small_files,

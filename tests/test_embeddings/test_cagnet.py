@@ -8,7 +8,6 @@ are skipped when absent.
 import os
 import pickle
 import re
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tool_server
 from mmseg_sign.datasets import (ZeroShotCOCOStuffDataset,
                                  ZeroShotPascalContextDataset,
                                  ZeroShotPascalVOCDataset)
@@ -59,7 +59,7 @@ def trusted_pickle(path):
 
 
 def run_tool(*args):
-    return subprocess.run([sys.executable, str(TOOL), *map(str, args)],
+    return tool_server.run([sys.executable, str(TOOL), *map(str, args)],
                           capture_output=True, text=True, cwd=REPO)
 
 

@@ -9,7 +9,6 @@ import os
 import os.path as osp
 import pickle
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from gensim.models import FastText, KeyedVectors, Word2Vec
 
 from mmseg.registry import MODELS
+import tool_server
 from mmseg_sign.embeddings import (UnsafePickleError, build_class_embeddings,
                                    load_class_embeddings, load_keyedvectors,
                                    load_word_vectors, read_class_embeddings,
@@ -217,7 +217,7 @@ def test_tool_refuses_hostile_kv_cleanly(tmp_path):
     evil = tmp_path / 'evil.kv'
     evil.write_bytes(pickle.dumps(RunsCommand(f'touch {sentinel}')))
     out = tmp_path / 'out.npz'
-    proc = subprocess.run(
+    proc = tool_server.run(
         [sys.executable, str(REPO / 'tools' / 'build_class_embeddings.py'),
          '--dataset', 'voc', '--source', str(evil), '--out', str(out)],
         capture_output=True, text=True, cwd=str(REPO))

@@ -6,7 +6,6 @@ import glob
 import os
 import os.path as osp
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -16,6 +15,7 @@ from mmengine.config import Config
 from mmengine.logging import MessageHub
 from mmengine.optim import OptimWrapper
 
+import tool_server
 from e2e_utils import REPO, toy_workspace, write_config
 from mmseg_sign.engine.optim_wrappers import MixedPrecisionOptimWrapper
 
@@ -52,7 +52,7 @@ def train(workspace, name, *cfg_options):
     if cfg_options:
         cmd += ['--cfg-options', *cfg_options]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = subprocess.run(cmd, cwd=workspace, env=env, capture_output=True,
+    proc = tool_server.run(cmd, cwd=workspace, env=env, capture_output=True,
                           text=True, timeout=300)
     return proc.returncode, proc.stderr, wd
 

@@ -4,7 +4,6 @@ load would evaluate random weights with rc 0); --lenient-load keeps
 mmengine's behaviour."""
 import os
 import os.path as osp
-import subprocess
 import sys
 from collections import OrderedDict
 
@@ -12,6 +11,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
+import tool_server
 from e2e_utils import (REPO, last_metrics, mmseg_tool, toy_workspace,
                        write_config)
 
@@ -44,7 +44,7 @@ def run_test_tool(ws, cfg_path, ckpt, *extra, tool=None):
     cmd = [sys.executable, tool, cfg_path,
            ckpt, '--work-dir', str(ws / f'wd_{osp.basename(ckpt)}'), *extra]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = subprocess.run(cmd, cwd=ws, env=env, capture_output=True,
+    proc = tool_server.run(cmd, cwd=ws, env=env, capture_output=True,
                           text=True, timeout=300)
     return proc.returncode, proc.stdout + proc.stderr
 

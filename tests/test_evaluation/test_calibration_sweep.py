@@ -6,13 +6,13 @@ run on the toy data."""
 import json
 import re
 import os.path as osp
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import torch
 
+import tool_server
 from e2e_utils import REPO, last_metrics, run_tool, write_config
 from mmseg_sign.evaluation import GZSLIoUMetric
 
@@ -153,7 +153,7 @@ def test_plot_tool_writes_png(tmp_path):
     run(make_metric(calibration_sweep=SWEEP, calibration_dir=str(tmp_path)),
         logits, labels)
     png = tmp_path / 'curve.png'
-    subprocess.run(
+    tool_server.run(
         [sys.executable, osp.join(REPO, 'tools', 'analysis',
                                   'plot_calibration.py'),
          str(tmp_path / 'calibration_sweep.json'), '--out', str(png)],

@@ -3,16 +3,16 @@ and temperatures checked before it draws (issue 41: an output under /proc
 failed at the end with a raw OSError)."""
 import os
 import os.path as osp
-import subprocess
 import sys
 
+import tool_server
 from e2e_utils import REPO
 
 TOOL = osp.join(REPO, 'tools', 'analysis', 'plot_ast_weights.py')
 
 
 def run(*args):
-    return subprocess.run([sys.executable, TOOL, *args], capture_output=True,
+    return tool_server.run([sys.executable, TOOL, *args], capture_output=True,
                           text=True, timeout=120,
                           env=dict(os.environ, PYTHONWARNINGS='ignore'))
 
