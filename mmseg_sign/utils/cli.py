@@ -46,6 +46,11 @@ def parse_runner_args(parser: argparse.ArgumentParser,
         argparse.Namespace: the parsed arguments.
     """
     args = parser.parse_args(argv)
+    config = getattr(args, 'config', None)
+    if config is not None and not os.path.isfile(config):
+        parser.error(f'config {config!r}: no such file (relative paths are '
+                     f'read from {os.getcwd()}). Give the path of a config '
+                     'file, e.g. configs/sign/sign_toy.py.')
     if 'LOCAL_RANK' not in os.environ:
         os.environ['LOCAL_RANK'] = str(args.local_rank)
     return args

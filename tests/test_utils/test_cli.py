@@ -89,3 +89,19 @@ def test_a_cfg_options_key_that_names_nothing_is_refused(tmp_path, tool):
     assert 'did you mean allow_split_change' in out
     assert 'Traceback' not in out
     assert not (tmp_path / 'wd').exists()  # nothing ran
+
+
+@pytest.mark.parametrize('tool', ['train.py', 'test.py'])
+def test_a_config_that_is_not_there_is_named(tmp_path, tool):
+    """A mistyped config path is an argparse error (exit code 2) that names
+    the path and where it was looked for, not mmengine's traceback."""
+    args = ['configs/sign/sign_tyo.py'] + (['x.pth'] if tool == 'test.py'
+                                            else [])
+    proc = subprocess.run([sys.executable, osp.join(REPO, 'tools', tool),
+                           *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300,
+                          env=dict(os.environ, OMP_NUM_THREADS='1'))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert ("config 'configs/sign/sign_tyo.py': no such file (relative "
+            f"paths are read from {tmp_path})") in proc.stderr
+    assert 'Traceback' not in proc.stderr
