@@ -55,6 +55,7 @@ WHEELS=${WHEELS:-.gpu/wheels}
 DATA=${DATA:-.gpu/data0}
 SITE=${SITE:-/tmp/gpu_check_site}
 SEEDS=${SEEDS:-0-9}
+[ "$SMOKE" = 1 ] && SEEDS=0-1  # the rehearsal: two seeds
 BUDGET=${BUDGET:-560}
 mkdir -p "$OUT" "$WORK/report"
 WORK=$(cd "$WORK" && pwd); OUT=$(cd "$OUT" && pwd)
@@ -107,16 +108,23 @@ else
   export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
-$PY - <<'PY' 2>&1 | tee "$R/versions.txt" || exit 1
+# the versions, and (one interpreter start: each costs seconds) whether
+# there is a GPU and how many seeds SEEDS names, into $WORK/facts
+FACTS=$WORK/facts SEEDS=$SEEDS $PY - <<'PY' 2>&1 | tee "$R/versions.txt"
+import os
 import mmcv, mmcv.ops, mmengine, mmseg, torch, mmseg_sign  # noqa
+from mmseg_sign.analysis.stats import parse_seeds
 cuda = torch.cuda.is_available()
 print(f'torch {torch.__version__}, mmcv {mmcv.__version__}, mmengine '
       f'{mmengine.__version__}, mmseg {mmseg.__version__}')
 print(f'GPU {torch.cuda.get_device_name()}, TF32 cuDNN '
       f'{torch.backends.cudnn.allow_tf32}, TF32 matmul '
       f'{torch.backends.cuda.matmul.allow_tf32}' if cuda else 'no GPU')
+seeds = sum(len(parse_seeds(a)) for a in os.environ['SEEDS'].split())
+with open(os.environ['FACTS'], 'w') as f:
+    f.write(f'{int(cuda)} {seeds}\n')
 PY
-GPU=$($PY -c 'import torch; print(int(torch.cuda.is_available()))')
+[ "${PIPESTATUS[0]}" = 0 ] && read -r GPU NSEEDS < "$WORK/facts" || exit 1
 DEV=cpu; [ "$GPU" = 1 ] && DEV=cuda
 step "installed ($DEV)"
 
@@ -128,7 +136,7 @@ if [ "$SMOKE" = 1 ]; then
   PLAN=(train_cfg.stages.0.iters=2 train_cfg.stages.1.iters=2
         train_cfg.stages.1.block_iters=1 train_cfg.stages.2.iters=2
         default_hooks.checkpoint.interval=2)
-  SEEDS=0-1; TAG=+smoke
+  TAG=+smoke
   BENCH=(configs/sign/sign_toy.py --batch-size 2 --crop 64 64 --sizes 64x64
          --warmup 0 --repeats 1)
 fi
@@ -160,8 +168,6 @@ cp "$WORK/parity/parity.json" "$OUT/parity.json" 2>/dev/null
 opts=(); [ ${#PLAN[@]} -gt 0 ] && opts=(--cfg-options "${PLAN[@]}")
 T2=$WORK/toy; mkdir -p "$T2"
 [ -d "$T2/data0" ] || cp -r "$DATA" "$T2/data0"
-NSEEDS=$($PY -c "import sys; from mmseg_sign.analysis.stats import parse_seeds
-print(sum(len(parse_seeds(a)) for a in sys.argv[1:]))" $SEEDS)
 GTAG=(); CTAG=(--tag cpu); C=sign_toy+cpu; S=sign_toy  # runs' names
 [ -n "$TAG" ] && { GTAG=(--tag smoke); CTAG=(--tag cpu-smoke);
   C=sign_toy+cpu-smoke; S=sign_toy+smoke; }
