@@ -57,6 +57,7 @@ SLOW_MODULES = (
     'test_engine/test_strict_checkpoint_hook.py',
     'test_tools/test_plot_ast_weights.py',
     'test_tools/test_camvid_transport.py',
+    'test_tools/test_latent_probe.py',
 )
 SLOW_TESTS = (
     'test_analysis/test_parity.py::test_the_tool_refuses_tf32_on_a_cpu',

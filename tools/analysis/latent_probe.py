@@ -1,7 +1,8 @@
 """Does the SIM's latent code carry information? Linear probes of ``mu``
 and of the sampled ``z``.
 
-    python tools/analysis/latent_probe.py CONFIG CHECKPOINT [--max-images N]
+    python tools/analysis/latent_probe.py CONFIG CHECKPOINT [--max-images N] \\
+        [--cfg-options KEY=VALUE ...]
 
 Runs the model in eval mode on the test set and takes, at every labelled
 pixel of the feature map (labels resized with nearest), ``mu`` and a
@@ -18,13 +19,14 @@ import json
 
 import torch
 import torch.nn.functional as F
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
 from mmengine.dataset import pseudo_collate
 from mmengine.registry import init_default_scope
 
 from mmseg.registry import DATASETS
 from mmseg_sign.apis.inference import init_model_checked
 from mmseg_sign.engine.hooks import CheckpointMismatchError
+from mmseg_sign.utils.cli import merge_cfg_options
 
 
 def latent_pixels(model, dataset, max_images):
@@ -72,8 +74,12 @@ def main():
     parser.add_argument('config')
     parser.add_argument('checkpoint')
     parser.add_argument('--max-images', type=int, default=50)
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='e.g. the test set: test_dataloader.dataset.'
+                        'ann_file=splits/train_held-out.txt')
     args = parser.parse_args()
     cfg = Config.fromfile(args.config)
+    merge_cfg_options(cfg, args.cfg_options)
     init_default_scope('mmseg')
     try:
         model = init_model_checked(cfg, args.checkpoint)
