@@ -101,3 +101,17 @@ def test_a_missing_or_changed_part_is_named(tmp_path):
     rc, out = _tool(*args)
     assert rc == 1
     assert '1 photographs differ from the originals' in out
+
+
+def test_pack_replaces_only_an_earlier_pack(tmp_path):
+    root = str(tmp_path / 'camvid')
+    emb = _converted(root, np.random.default_rng(3), n=(1, 1))
+    before = _files(root)
+    rc, out = _tool('pack', root, emb, root)  # onto the data set itself
+    assert rc == 1 and f'{root} exists and is not an earlier pack' in out
+    assert _files(root) == before
+    xfer = tmp_path / 'xfer'
+    assert _tool('pack', root, emb, xfer)[0] == 0
+    (xfer / 'part0' / 'stale').write_text('')
+    assert _tool('pack', root, emb, xfer)[0] == 0  # an earlier pack: redone
+    assert not (xfer / 'part0' / 'stale').exists()

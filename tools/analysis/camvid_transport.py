@@ -50,7 +50,11 @@ def _encode(src):
 
 
 def pack(root, embeddings, out, part_mb):
-    if osp.exists(out):
+    if osp.exists(out):  # replaced only if an earlier pack wrote it
+        if not osp.isfile(osp.join(out, 'part0', 'manifest.json')):
+            sys.exit(f'error: {out} exists and is not an earlier pack '
+                     '(no part0/manifest.json): nothing was written; give '
+                     'a new folder')
         shutil.rmtree(out)
     # small files first (annotations, splits, embeddings), then photographs
     items = []  # (relative path in the part, bytes, md5 or None)
