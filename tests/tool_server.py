@@ -27,7 +27,8 @@ import tempfile
 FRESH = os.environ.get('SIGN_TESTS_FRESH') == '1'
 
 SERVER = r'''
-import atexit, json, os, random, runpy, signal, sys, time, traceback
+import atexit, json, os, os.path as osp, random, runpy, signal, sys, time
+import traceback
 import warnings
 DEFAULT_FILTERS = list(warnings.filters)
 import numpy as np
@@ -83,7 +84,6 @@ def child(req):
         os._exit(code & 0xFF)
 
 
-import os.path as osp
 replies.write('ready\n')
 replies.flush()
 for line in requests:
@@ -120,7 +120,7 @@ _server = None
 def _start():
     global _server
     env = {k: v for k, v in os.environ.items() if k != 'PYTHONWARNINGS'}
-    env['OMP_NUM_THREADS'] = '1'  # the OpenMP default; each child sets its
+    env['OMP_NUM_THREADS'] = '1'  # the server's; each child sets the request's
     _server = subprocess.Popen([sys.executable, '-c', SERVER],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True, env=env,
