@@ -17,7 +17,11 @@ study). Each run's metrics go to ``WORK_DIR/results.json`` as it ends
 first beside the run (``toy_table_run.json``: a run whose result could not
 be stored is stored by the next command, not retrained); runs already
 there are skipped, so a command can be repeated or extended (remove a
-run's folder and its entry to train it again). A run
+run's folder and its entry to train it again). A run left unfinished (a
+killed command, a machine gone) continues from its last checkpoint
+(``--resume``) when the config it dumped is the one it would run now (its
+result then says ``resumed_from`` and its ``seconds`` are the last
+attempt's); otherwise it trains again from scratch. A run
 is known by what it ran (``key``: a hash of the resolved config with its
 ``--cfg-options``): a stored run under a name this command uses that ran
 something else (a config of the same file name, other options) is an

@@ -42,15 +42,27 @@ def run_key(cfg_path: str, amp_dtype=None, cfg_options=(),
 def _run_key(cfg_path: str, amp_dtype, cfg_options: tuple,
              seed_key: str) -> str:
     cfg = Config.fromfile(cfg_path)
-    if cfg_options:  # parsed as tools/train.py parses them
-        parser = argparse.ArgumentParser()
-        parser.add_argument('--options', nargs='+', action=DictAction)
-        cfg.merge_from_dict(parser.parse_args(
-            ['--options', *cfg_options]).options)
+    if cfg_options:
+        cfg.merge_from_dict(parse_cfg_options(cfg_options))
     text = f'{cfg.pretty_text}\namp_dtype={amp_dtype}'
     if seed_key != 'randomness.seed':
         text += f'\nseed_key={seed_key}'
     return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def parse_cfg_options(cfg_options) -> dict:
+    """``KEY=VALUE`` items parsed as tools/train.py parses
+    ``--cfg-options`` (mmengine's ``DictAction``).
+
+    Args:
+        cfg_options (Sequence[str]): the items.
+
+    Returns:
+        dict: ``{KEY: value}`` for ``Config.merge_from_dict``.
+    """
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--options', nargs='+', action=DictAction)
+    return parser.parse_args(['--options', *cfg_options]).options
 
 
 def read_results(path: str) -> dict:

@@ -18,7 +18,8 @@ from .toy_data import check_toy_data, make_toy_dataset
 from ..structures.stage_plan import StagePlan
 from .logs import logged_records
 from .toy_markdown import KEYS
-from .toy_results import RUN_RESULT, keep_run, record_run, run_key
+from .toy_results import (RUN_RESULT, keep_run, parse_cfg_options,
+                          record_run, run_key)
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
@@ -73,7 +74,8 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
             or e.g. ``default_hooks.sign_random.init_seed``.
 
     Returns:
-        float: the run's wall time.
+        tuple[float, str | None]: the wall time of this attempt, and the
+        checkpoint it continued (:func:`unfinished_checkpoint`) or None.
     """
     extra = ['--amp-dtype', amp_dtype] if amp_dtype else []
     options = [*cfg_options, f'{seed_key}={seed}']
@@ -85,11 +87,14 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
         options += [f'{loader}.dataset.data_root={data_root}'
                     for loader in ('train_dataloader', 'val_dataloader',
                                    'test_dataloader')]
-    # a run whose result is not stored is trained again from scratch, over
-    # what an earlier, unfinished attempt left in its own run dir
+    # a run whose result is not stored continues from the last checkpoint
+    # of an earlier, unfinished attempt that ran exactly this (a killed
+    # table, a session's end); anything else trains again from scratch,
+    # over what is left in the run dir
+    resumed = unfinished_checkpoint(cfg_path, work_dir, options)
+    again = '--resume' if resumed else '--overwrite-checkpoints'
     cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg_path,
-           '--work-dir', work_dir, '--overwrite-checkpoints', *extra,
-           '--cfg-options', *options]
+           '--work-dir', work_dir, again, *extra, '--cfg-options', *options]
     env = dict(os.environ)
     if threads:
         env['OMP_NUM_THREADS'] = str(threads)
@@ -99,7 +104,47 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
         capture_output=True, text=True, env=env)
     if proc.returncode:
         raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
-    return time.time() - start
+    return time.time() - start, resumed
+
+
+#: what tools/train.py adds to the config it dumps in the work dir, not
+#: what the run computes
+_DUMP_ONLY = ('work_dir', 'launcher', 'resume', 'load_from',
+              'overwrite_checkpoints')
+
+
+def unfinished_checkpoint(cfg_path, work_dir, cfg_options=()):
+    """The last checkpoint of an unfinished attempt at this very run in
+    ``work_dir``, or None: its ``last_checkpoint`` names a file that is
+    there, and the config the attempt dumped equals ``cfg_path`` with
+    ``cfg_options`` (data root and seed included) but for what
+    tools/train.py adds (:data:`_DUMP_ONLY`). An ``--amp-dtype`` run's
+    dump differs from its config, so such a run is never continued.
+
+    Args:
+        cfg_path (str): the config.
+        work_dir (str): the run's work dir.
+        cfg_options (Sequence[str]): the run's ``--cfg-options``.
+
+    Returns:
+        str | None: the checkpoint's path.
+    """
+    dumped = osp.join(work_dir, osp.basename(cfg_path))
+    try:
+        with open(osp.join(work_dir, 'last_checkpoint')) as f:
+            checkpoint = f.read().strip()
+    except OSError:
+        return None
+    if not (osp.isfile(checkpoint) and osp.isfile(dumped)):
+        return None
+    cfg = Config.fromfile(cfg_path)
+    if cfg_options:
+        cfg.merge_from_dict(parse_cfg_options(cfg_options))
+    ran = Config.fromfile(dumped)
+    for c in (cfg, ran):
+        for key in _DUMP_ONLY:
+            c.pop(key, None)
+    return checkpoint if cfg.pretty_text == ran.pretty_text else None
 
 
 # not used to segment: G, D and the fixed class-embedding table
@@ -187,18 +232,22 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
         seed_key (str): :func:`train`'s.
 
     Returns:
-        dict: ``seconds``, ``params`` (:func:`param_counts`) and per
-        stage ``{mIoU_seen, mIoU_unseen, hIoU, mIoU}`` (with their
+        dict: ``seconds``, ``params`` (:func:`param_counts`),
+        ``resumed_from`` (the checkpoint's file name, where the run
+        continued an unfinished attempt: its ``seconds`` are then the last
+        attempt's) and per stage ``{mIoU_seen, mIoU_unseen, hIoU, mIoU}`` (with their
         ``_boot_sd`` where the metric bootstraps, and ``IoU.CLASS`` where
         it gives them).
     """
     data_root = toy_data(wd, data_seed)
     stem = row_stem(cfg_path, amp_dtype, tag)
     run_dir = osp.join(wd, run_dir_name(stem, data_seed, seed))
-    seconds = train(cfg_path, run_dir, data_root, seed, amp_dtype,
-                    cfg_options, threads, seed_key)
+    seconds, resumed = train(cfg_path, run_dir, data_root, seed, amp_dtype,
+                             cfg_options, threads, seed_key)
     records = logged_records(run_dir, 'hIoU')
     out = dict(seconds=seconds, params=param_counts(run_dir))
+    if resumed:  # its seconds are the last attempt's
+        out['resumed_from'] = osp.basename(resumed)
     # the plan as run (--cfg-options included): the config the run dumped
     dumped = osp.join(run_dir, osp.basename(cfg_path))
     for stage, end in stage_ends(dumped).items():

@@ -340,6 +340,61 @@ def test_a_result_that_cannot_be_stored_is_not_lost(tmp_path, monkeypatch):
     assert adopt_finished_runs(str(wd), results) == []
 
 
+def test_an_unfinished_run_continues_from_its_last_checkpoint(
+        tmp_path, monkeypatch):
+    """A run whose command was killed (a session's end) continues from its
+    last checkpoint when the next command runs it again, and ends with the
+    uninterrupted run's metrics; a run dir that ran anything else is not
+    continued."""
+    from mmseg_sign.analysis import toy_table as tt
+    from mmseg_sign.analysis.toy_results import RUN_RESULT
+    monkeypatch.setenv('OMP_NUM_THREADS', '1')
+    wd = tmp_path / 'table'
+    cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
+    plan = [*SHORT_PLAN, 'default_hooks.checkpoint.interval=2',
+            'default_hooks.logger.interval=1']
+    whole = {}
+    assert tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), whole) == []
+    run_dir = wd / 'sign_toy+short_data5_seed0'
+    # as if killed in self-training: no result, the last checkpoint the
+    # transfer's end (iteration 4 of 6)
+    (run_dir / RUN_RESULT).unlink()
+    (run_dir / 'iter_6.pth').unlink()
+    (run_dir / 'last_checkpoint').write_text(str(run_dir / 'iter_4.pth'))
+    options = [*plan, 'randomness.seed=0',
+               f'model.decode_head.class_embeddings={wd}/data5/'
+               'class_embeddings.npz',
+               *(f'{loader}.dataset.data_root={wd}/data5' for loader in
+                 ('train_dataloader', 'val_dataloader', 'test_dataloader'))]
+    assert tt.unfinished_checkpoint(cfg, str(run_dir), options) == str(
+        run_dir / 'iter_4.pth')
+    # another seed, another option, another config: not this run
+    assert tt.unfinished_checkpoint(
+        cfg, str(run_dir), [*options[:-4], 'randomness.seed=1',
+                            *options[-3:]]) is None
+    assert tt.unfinished_checkpoint(
+        cfg, str(run_dir), [*options, 'train_cfg.stages.2.iters=3']) is None
+    assert tt.unfinished_checkpoint(
+        osp.join(REPO, 'configs', 'sign', 'sign_toy_st.py'), str(run_dir),
+        options) is None
+    again = {}
+    assert tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), again) == []
+    first, resumed = whole['sign_toy+short/5/0'], again['sign_toy+short/5/0']
+    assert resumed['resumed_from'] == 'iter_4.pth'
+    assert 'resumed_from' not in first
+    for stage in ('train', 'transfer', 'self_train'):
+        assert resumed[stage] == first[stage], stage
+    # the second attempt trained iterations 5-6 only
+    logs = sorted(p for p in run_dir.glob('*/vis_data/scalars.json'))
+    assert len(logs) == 2
+    steps = [json.loads(line)['step'] for line in logs[1].read_text()
+             .splitlines() if 'loss' in json.loads(line)]
+    assert steps and min(steps) > 4, steps
+    # without a checkpoint to continue, a run trains from scratch
+    (run_dir / 'last_checkpoint').unlink()
+    assert tt.unfinished_checkpoint(cfg, str(run_dir), options) is None
+
+
 def test_toy_data_of_another_seed_is_not_reused(tmp_path):
     """Issue 41: a ``data0/`` made with another seed (or test size) was
     taken as data seed 0 and its runs stored as seed 0's. Refused from the
