@@ -33,3 +33,47 @@ def test_the_dump_never_replaces_the_config(tmp_path):
     _runner(cfg, tmp_path / 'wd')
     dumped = (tmp_path / 'wd' / 'my_cfg.py').read_text()
     assert 'value = 1' in dumped and 'my comment' not in dumped
+
+
+def test_the_config_text_is_formatted_once_per_content(tmp_path,
+                                                       monkeypatch):
+    """The Runner's config formats its text (yapf, ~0.4 s a call) once
+    however often mmengine asks (log, runtime info, dump, every
+    checkpoint), the same text as mmengine's, and anew when it changes."""
+    import copy
+    import os.path as osp
+
+    import mmengine.config.config as mmengine_config
+
+    from e2e_utils import REPO
+    from mmseg_sign.engine.runner.config_guard_runner import \
+        OnceFormattedConfig
+    path = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
+    calls = []
+    format_code = mmengine_config.FormatCode
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return format_code(*args, **kwargs)
+
+    monkeypatch.setattr(mmengine_config, 'FormatCode', counted)
+    plain = Config.fromfile(path)
+    expected = plain.pretty_text  # mmengine's own
+    assert len(calls) == 1
+    cfg = OnceFormattedConfig.of(plain)
+    assert type(cfg) is OnceFormattedConfig and type(plain) is Config
+    assert OnceFormattedConfig.of(cfg) is cfg
+    assert [cfg.pretty_text for _ in range(4)] == [expected] * 4
+    assert len(calls) == 2
+    assert copy.deepcopy(cfg).pretty_text == expected  # as a Runner keeps it
+    assert len(calls) == 2
+    cfg.train_cfg.stages[2]['iters'] = 7  # a change: formatted again
+    plain.train_cfg.stages[2]['iters'] = 7
+    assert cfg.pretty_text == plain.pretty_text != expected
+    assert '_pretty_text' not in cfg.to_dict()  # not a key of the config
+    # the Runner's config; its dump is mmengine's text
+    cfg.dump(str(tmp_path / 'dumped.py'))
+    assert (tmp_path / 'dumped.py').read_text() == plain.pretty_text
+    runner = _runner(path, tmp_path / 'wd')
+    assert type(runner.cfg) is OnceFormattedConfig
+    assert (tmp_path / 'wd' / 'sign_toy.py').read_text() == expected

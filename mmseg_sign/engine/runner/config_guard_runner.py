@@ -1,13 +1,44 @@
 """mmengine's Runner, whose config dump never replaces the config file
-nor another run's config record."""
+nor another run's config record, and which formats its config text once."""
 import os.path as osp
 
+from mmengine.config import Config
 from mmengine.dist import master_only
 from mmengine.logging import print_log
 from mmengine.runner import Runner
 
 from mmseg.registry import RUNNERS
 from ...utils.work_dir_lock import check_config_dump
+
+
+class OnceFormattedConfig(Config):
+    """mmengine's ``Config`` whose ``pretty_text`` is formatted once per
+    content. mmengine formats the text with yapf (about 0.7 s for a SIGN
+    config on a CPU core) each time it is asked: 4-5 times as a Runner
+    starts (its log, the runtime info, the config dump) and once per
+    checkpoint. The text is kept with what it was made of (the config as a
+    plain dict) and made again when the config changes."""
+
+    @property
+    def pretty_text(self) -> str:
+        made_of = (repr(self.to_dict()), self._format_python_code)
+        kept = self.__dict__.get('_pretty_text')
+        if kept is None or kept[0] != made_of:
+            kept = (made_of, super().pretty_text)
+            # an attribute of the object (Config's own __setattr__ would
+            # write a key into the config)
+            super(Config, self).__setattr__('_pretty_text', kept)
+        return kept[1]
+
+    @classmethod
+    def of(cls, cfg):
+        """``cfg`` (a Config) as a :class:`OnceFormattedConfig` (a shallow
+        copy, as ``Config.copy``); anything else as it is."""
+        if not isinstance(cfg, Config) or isinstance(cfg, cls):
+            return cfg
+        other = cfg.copy()
+        super(Config, other).__setattr__('__class__', cls)
+        return other
 
 
 @RUNNERS.register_module()
@@ -31,7 +62,14 @@ class ConfigGuardRunner(Runner):
       ``vis_data/config.py`` too), and the log says where (issue 49, D1 /
       D2). ``overwrite_checkpoints=True`` (a new run that replaces the old
       one) replaces the record as well.
+
+    Its config formats its text once (:class:`OnceFormattedConfig`): a run
+    starts ~3 s sooner on a CPU core, and each checkpoint is written ~0.7 s
+    sooner.
     """
+
+    def __init__(self, *args, cfg=None, **kwargs):
+        super().__init__(*args, cfg=OnceFormattedConfig.of(cfg), **kwargs)
 
     @master_only
     def dump_config(self) -> None:
