@@ -299,16 +299,22 @@ def test_killed_table_leaves_no_run_training(tmp_path):
     assert not alive, 'the run trained on after the table was killed'
 
 
-def test_a_result_that_cannot_be_stored_is_not_lost(tmp_path, monkeypatch):
+def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     """Issue 34: results.json cannot be written when a run ends (a size
     limit's `[Errno 27] File too large`, a full disk): the run's result is
     kept beside it, the failure names both files, and the next command
-    stores it without retraining."""
+    stores it without retraining. Then the same run as if its command was
+    killed in self-training (a session's end): the next command continues
+    it from its last checkpoint and ends with the uninterrupted run's
+    metrics; a run dir that ran anything else is not continued."""
     from mmseg_sign.analysis import toy_table as tt
     from mmseg_sign.analysis.toy_results import RUN_RESULT, adopt_finished_runs
     wd = tmp_path / 'table'
     wd.mkdir()
     cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
+    # a checkpoint at every stage's end, every iteration logged
+    plan = [*SHORT_PLAN, 'default_hooks.checkpoint.interval=2',
+            'default_hooks.logger.interval=1']
 
     def too_large(path, name, run):
         raise OSError(27, 'File too large')
@@ -316,49 +322,33 @@ def test_a_result_that_cannot_be_stored_is_not_lost(tmp_path, monkeypatch):
     monkeypatch.setattr(tt, 'record_run', too_large)
     monkeypatch.setenv('OMP_NUM_THREADS', '1')
     results = {}
-    failed = tt.train_runs([(cfg, 'short', SHORT_PLAN, 5, 0)], str(wd),
-                           results)
-    kept = wd / 'sign_toy+short_data5_seed0' / RUN_RESULT
+    failed = tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), results)
+    run_dir = wd / 'sign_toy+short_data5_seed0'
+    kept = run_dir / RUN_RESULT
     assert len(failed) == 1 and 'trained, but not stored in' in failed[0]
     assert 'File too large' in failed[0] and str(kept) in failed[0]
     assert results == {} and not (wd / 'results.json').exists()
     monkeypatch.undo()
+    monkeypatch.setenv('OMP_NUM_THREADS', '1')
     # the next command: adopted, with its key, nothing trained
     results = {}
     assert adopt_finished_runs(str(wd), results) == ['sign_toy+short/5/0']
     stored = json.loads((wd / 'results.json').read_text())
     assert set(stored) == {'sign_toy+short/5/0'}
-    run = stored['sign_toy+short/5/0']
+    whole = stored['sign_toy+short/5/0']
     from mmseg_sign.analysis.toy_results import run_key
-    assert run['key'] == run_key(cfg, None, SHORT_PLAN)
-    assert set(run) >= {'train', 'transfer', 'self_train', 'seconds'}
+    assert whole['key'] == run_key(cfg, None, plan)
+    assert set(whole) >= {'train', 'transfer', 'self_train', 'seconds'}
     # once stored, it is not adopted again; a damaged file is skipped
     assert adopt_finished_runs(str(wd), results) == []
     other = wd / 'other_data5_seed0'
     other.mkdir()
     (other / RUN_RESULT).write_text('{"name": "other/5/0", "ru')
     assert adopt_finished_runs(str(wd), results) == []
-
-
-def test_an_unfinished_run_continues_from_its_last_checkpoint(
-        tmp_path, monkeypatch):
-    """A run whose command was killed (a session's end) continues from its
-    last checkpoint when the next command runs it again, and ends with the
-    uninterrupted run's metrics; a run dir that ran anything else is not
-    continued."""
-    from mmseg_sign.analysis import toy_table as tt
-    from mmseg_sign.analysis.toy_results import RUN_RESULT
-    monkeypatch.setenv('OMP_NUM_THREADS', '1')
-    wd = tmp_path / 'table'
-    cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
-    plan = [*SHORT_PLAN, 'default_hooks.checkpoint.interval=2',
-            'default_hooks.logger.interval=1']
-    whole = {}
-    assert tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), whole) == []
-    run_dir = wd / 'sign_toy+short_data5_seed0'
-    # as if killed in self-training: no result, the last checkpoint the
+    # killed in self-training: no result, the last checkpoint the
     # transfer's end (iteration 4 of 6)
-    (run_dir / RUN_RESULT).unlink()
+    (wd / 'results.json').unlink()
+    kept.unlink()
     (run_dir / 'iter_6.pth').unlink()
     (run_dir / 'last_checkpoint').write_text(str(run_dir / 'iter_4.pth'))
     options = [*plan, 'randomness.seed=0',
@@ -379,13 +369,13 @@ def test_an_unfinished_run_continues_from_its_last_checkpoint(
         options) is None
     again = {}
     assert tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), again) == []
-    first, resumed = whole['sign_toy+short/5/0'], again['sign_toy+short/5/0']
+    resumed = again['sign_toy+short/5/0']
     assert resumed['resumed_from'] == 'iter_4.pth'
-    assert 'resumed_from' not in first
+    assert 'resumed_from' not in whole
     for stage in ('train', 'transfer', 'self_train'):
-        assert resumed[stage] == first[stage], stage
+        assert resumed[stage] == whole[stage], stage
     # the second attempt trained iterations 5-6 only
-    logs = sorted(p for p in run_dir.glob('*/vis_data/scalars.json'))
+    logs = sorted(run_dir.glob('*/vis_data/scalars.json'))
     assert len(logs) == 2
     steps = [json.loads(line)['step'] for line in logs[1].read_text()
              .splitlines() if 'loss' in json.loads(line)]
