@@ -7,7 +7,8 @@ data seeds, as markdown tables (docs/toy_results.md).
         [--compare 'SIGN + AST' 'CaGNet + ST'] [--seed-key KEY --tag NAME] \\
         [--amp-dtype bfloat16] [--cfg-options KEY=VALUE ... [--tag NAME]] \\
         [--sweep KEY=V1,V2,... [--plot PNG]] [--picture PNG] \\
-        [--work-dir work_dirs/toy_table] [--out table.md]
+        [--checkpoint-interval N] [--work-dir work_dirs/toy_table] \\
+        [--out table.md]
 
 Each config runs once per (data seed, training seed) with tools/train.py
 on ``make_toy_dataset(val_size=(96, 96), seed=DATA_SEED)`` (50 test images
@@ -21,7 +22,9 @@ run's folder and its entry to train it again). A run left unfinished (a
 killed command, a machine gone) continues from its last checkpoint
 (``--resume``) when the config it dumped is the one it would run now (its
 result then says ``resumed_from`` and its ``seconds`` are the last
-attempt's); otherwise it trains again from scratch. A run
+attempt's); otherwise it trains again from scratch. ``--checkpoint-interval
+N`` keeps a checkpoint every N iterations (long runs: a killed one loses
+less); like the data root and the seed it is not part of a run's key. A run
 is known by what it ran (``key``: a hash of the resolved config with its
 ``--cfg-options``): a stored run under a name this command uses that ran
 something else (a config of the same file name, other options) is an
@@ -128,6 +131,10 @@ def main():
     parser.add_argument('--jobs', type=int, default=1,
                         help='runs trained at once')
     parser.add_argument(
+        '--checkpoint-interval', type=int, default=None, metavar='N',
+        help="a checkpoint every N iterations instead of the config's: a "
+        'killed run continues from there (not part of a run\'s key)')
+    parser.add_argument(
         '--report-only', action='store_true',
         help='train nothing: the table of the stored runs (each row over '
         'the runs it has, e.g. baselines over 1 seed, SIGN over 3)')
@@ -148,6 +155,9 @@ def main():
         parser.error(str(err))
     if args.seeds is None:
         args.seeds = list(range(10 if args.data == 'toy' else 5))
+    if args.checkpoint_interval is not None and args.checkpoint_interval < 1:
+        parser.error(f'--checkpoint-interval {args.checkpoint_interval}: '
+                     'give a number of iterations >= 1.')
     if args.seed_key != 'randomness.seed' and not args.tag:
         parser.error(f'--seed-key {args.seed_key}: give the runs a --tag '
                      "(they are not the config's own runs).")
@@ -305,7 +315,7 @@ def main():
                 'without --report-only to train them.')
         todo = []
     failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs,
-                        args.seed_key)
+                        args.seed_key, args.checkpoint_interval)
     if failed:  # the other runs are kept: a repeated command skips them
         raise SystemExit('\n'.join(['runs failed:', *failed]))
     lines = table(results, rows, args.data_seeds, args.seeds)

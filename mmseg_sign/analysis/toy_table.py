@@ -56,8 +56,8 @@ def stage_ends(cfg_path: str) -> dict:
 
 
 def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
-          cfg_options=(), threads=None,
-          seed_key: str = 'randomness.seed') -> float:
+          cfg_options=(), threads=None, seed_key: str = 'randomness.seed',
+          checkpoint_interval=None) -> tuple:
     """tools/train.py on the toy data of ``data_root``; seconds taken.
 
     Args:
@@ -72,6 +72,10 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
             this process's environment).
         seed_key (str): the config key the seed sets, ``randomness.seed``
             or e.g. ``default_hooks.sign_random.init_seed``.
+        checkpoint_interval (int, optional): a checkpoint every this many
+            iterations instead of the config's (how much a killed run
+            loses; not what it computes, so not part of its key, as the
+            data root and seed).
 
     Returns:
         tuple[float, str | None]: the wall time of this attempt, and the
@@ -79,6 +83,8 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
     """
     extra = ['--amp-dtype', amp_dtype] if amp_dtype else []
     options = [*cfg_options, f'{seed_key}={seed}']
+    if checkpoint_interval:
+        options.append(f'{CHECKPOINT_INTERVAL}={checkpoint_interval}')
     if data_root is not None:
         if takes_class_table(cfg_path):
             # a zero-shot head's table (a supervised one, FCN, has none)
@@ -111,6 +117,9 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
 #: what the run computes
 _DUMP_ONLY = ('work_dir', 'launcher', 'resume', 'load_from',
               'overwrite_checkpoints')
+#: how often a run keeps a checkpoint: an attempt may continue another's
+#: with another interval (what is trained does not depend on it)
+CHECKPOINT_INTERVAL = 'default_hooks.checkpoint.interval'
 
 
 def unfinished_checkpoint(cfg_path, work_dir, cfg_options=()):
@@ -118,8 +127,9 @@ def unfinished_checkpoint(cfg_path, work_dir, cfg_options=()):
     ``work_dir``, or None: its ``last_checkpoint`` names a file that is
     there, and the config the attempt dumped equals ``cfg_path`` with
     ``cfg_options`` (data root and seed included) but for what
-    tools/train.py adds (:data:`_DUMP_ONLY`). An ``--amp-dtype`` run's
-    dump differs from its config, so such a run is never continued.
+    tools/train.py adds (:data:`_DUMP_ONLY`) and the checkpoint interval.
+    An ``--amp-dtype`` run's dump differs from its config, so such a run
+    is never continued.
 
     Args:
         cfg_path (str): the config.
@@ -144,6 +154,8 @@ def unfinished_checkpoint(cfg_path, work_dir, cfg_options=()):
     for c in (cfg, ran):
         for key in _DUMP_ONLY:
             c.pop(key, None)
+        c.get('default_hooks', {}).get('checkpoint', {}).pop('interval',
+                                                             None)
     return checkpoint if cfg.pretty_text == ran.pretty_text else None
 
 
@@ -216,7 +228,8 @@ def toy_data(wd: str, data_seed: int):
 
 
 def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
-        tag=None, threads=None, seed_key: str = 'randomness.seed') -> dict:
+        tag=None, threads=None, seed_key: str = 'randomness.seed',
+        checkpoint_interval=None) -> dict:
     """One run's metrics at each stage end, its time and neck size.
 
     Args:
@@ -230,6 +243,7 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
         tag (str, optional): :func:`row_stem`'s.
         threads (int, optional): :func:`train`'s.
         seed_key (str): :func:`train`'s.
+        checkpoint_interval (int, optional): :func:`train`'s.
 
     Returns:
         dict: ``seconds``, ``params`` (:func:`param_counts`),
@@ -243,7 +257,8 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     stem = row_stem(cfg_path, amp_dtype, tag)
     run_dir = osp.join(wd, run_dir_name(stem, data_seed, seed))
     seconds, resumed = train(cfg_path, run_dir, data_root, seed, amp_dtype,
-                             cfg_options, threads, seed_key)
+                             cfg_options, threads, seed_key,
+                             checkpoint_interval)
     records = logged_records(run_dir, 'hIoU')
     out = dict(seconds=seconds, params=param_counts(run_dir))
     if resumed:  # its seconds are the last attempt's
@@ -265,7 +280,8 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
 
 
 def train_runs(todo, wd: str, results: dict, amp_dtype=None,
-               jobs: int = 1, seed_key: str = 'randomness.seed') -> list:
+               jobs: int = 1, seed_key: str = 'randomness.seed',
+               checkpoint_interval=None) -> list:
     """Trains runs ``jobs`` at a time (each with ``OMP_NUM_THREADS`` =
     cores / jobs unless set), adding each to ``results`` and writing
     ``WD/results.json`` as it ends.
@@ -279,6 +295,7 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
         amp_dtype (str, optional): :func:`train`'s.
         jobs (int): runs at once.
         seed_key (str): :func:`train`'s.
+        checkpoint_interval (int, optional): :func:`train`'s.
 
     Returns:
         list[str]: ``'NAME: error'`` of each run that failed (the others
@@ -299,7 +316,7 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
     failed = []
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         futures = {pool.submit(run, c, wd, d, s, amp_dtype, options, tag,
-                               threads, seed_key):
+                               threads, seed_key, checkpoint_interval):
                    (f'{row_stem(c, amp_dtype, tag)}/{d}/{s}',
                     keys[c, tuple(options)],
                     osp.join(wd, run_dir_name(row_stem(c, amp_dtype, tag),

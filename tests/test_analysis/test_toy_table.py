@@ -312,9 +312,9 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     wd = tmp_path / 'table'
     wd.mkdir()
     cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
-    # a checkpoint at every stage's end, every iteration logged
-    plan = [*SHORT_PLAN, 'default_hooks.checkpoint.interval=2',
-            'default_hooks.logger.interval=1']
+    # every iteration logged; a checkpoint at every stage's end (not
+    # part of the run's key)
+    plan = [*SHORT_PLAN, 'default_hooks.logger.interval=1']
 
     def too_large(path, name, run):
         raise OSError(27, 'File too large')
@@ -322,7 +322,8 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     monkeypatch.setattr(tt, 'record_run', too_large)
     monkeypatch.setenv('OMP_NUM_THREADS', '1')
     results = {}
-    failed = tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), results)
+    failed = tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), results,
+                           checkpoint_interval=2)
     run_dir = wd / 'sign_toy+short_data5_seed0'
     kept = run_dir / RUN_RESULT
     assert len(failed) == 1 and 'trained, but not stored in' in failed[0]
@@ -356,8 +357,10 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
                'class_embeddings.npz',
                *(f'{loader}.dataset.data_root={wd}/data5' for loader in
                  ('train_dataloader', 'val_dataloader', 'test_dataloader'))]
-    assert tt.unfinished_checkpoint(cfg, str(run_dir), options) == str(
-        run_dir / 'iter_4.pth')
+    for interval in ([], ['default_hooks.checkpoint.interval=3']):
+        assert tt.unfinished_checkpoint(
+            cfg, str(run_dir), [*options, *interval]) == str(
+                run_dir / 'iter_4.pth')
     # another seed, another option, another config: not this run
     assert tt.unfinished_checkpoint(
         cfg, str(run_dir), [*options[:-4], 'randomness.seed=1',
@@ -367,8 +370,9 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     assert tt.unfinished_checkpoint(
         osp.join(REPO, 'configs', 'sign', 'sign_toy_st.py'), str(run_dir),
         options) is None
-    again = {}
-    assert tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), again) == []
+    again = {}  # with another checkpoint interval
+    assert tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), again,
+                         checkpoint_interval=3) == []
     resumed = again['sign_toy+short/5/0']
     assert resumed['resumed_from'] == 'iter_4.pth'
     assert 'resumed_from' not in whole
