@@ -2,7 +2,9 @@
 # Issue 48's comparison on CamVid with ImageNet features (docs/camvid.md):
 # every Table-1 row, training seeds 0-4, seed by seed (a finished seed is a
 # paired row for every config), two runs at a time on 2 cores. Runs are
-# kept in WORK/results.json as they finish; a repeated call skips them.
+# kept in WORK/results.json as they finish; a repeated call skips them and
+# continues a killed run from its last checkpoint (one every 400
+# iterations: a run's stage ends, at most ~25 minutes lost on this machine).
 #   bash tools/analysis/camvid_lite0_campaign.sh [WORK] [SEEDS...]
 set -u
 cd "$(dirname "$0")/../.."
@@ -17,7 +19,7 @@ CONFIGS=(configs/sign/sign_lite0_camvid-480x360.py
 for s in $SEEDS; do
   echo "[$(date +%T)] seed $s"
   $PY tools/toy_table.py "${CONFIGS[@]}" --data config --seeds "$s" \
-    --jobs 2 --work-dir "$WORK" || echo "[$(date +%T)] seed $s: rc=$?"
+    --jobs 2 --checkpoint-interval 400 --work-dir "$WORK" || echo "[$(date +%T)] seed $s: rc=$?"
 done
 # the table and the paired differences of issue 48 over the runs stored
 # so far (a seed that some row lacks is left out of that row's pairs)
