@@ -4,6 +4,8 @@
 #
 #   bash tools/analysis/gpu_check.sh               # on the GPU machine
 #   SMOKE=1 bash tools/analysis/gpu_check.sh       # rehearsal on a CPU
+#                  (each step small: plans of 2 + 2 + 2, parity on a batch
+#                  of 2, one benchmark size)
 #
 #   0. install: the carried wheels (WHEELS) into SITE, no network, unless
 #      mmseg imports already; the versions and TF32 settings
@@ -130,6 +132,7 @@ step "installed ($DEV)"
 
 TOY=configs/sign/sign_toy.py
 PLAN=(); TAG=  # the shipped plan: 600 + 400 + 400
+PARITY_BATCH=8
 BENCH=(configs/sign/sign_voc.py --batch-size 8 --crop 368 368
        --sizes 512x512 1024x2048 --warmup 2 --repeats 5)
 if [ "$SMOKE" = 1 ]; then
@@ -137,6 +140,7 @@ if [ "$SMOKE" = 1 ]; then
         train_cfg.stages.1.block_iters=1 train_cfg.stages.2.iters=2
         default_hooks.checkpoint.interval=2)
   TAG=+smoke
+  PARITY_BATCH=2
   BENCH=(configs/sign/sign_toy.py --batch-size 2 --crop 64 64 --sizes 64x64
          --warmup 0 --repeats 1)
 fi
@@ -154,7 +158,8 @@ DATA_OPTS=(model.decode_head.class_embeddings=$D0/class_embeddings.npz
            val_dataloader.dataset.data_root=$D0
            test_dataloader.dataset.data_root=$D0)
 OMP_NUM_THREADS=4 bounded 150 $PY tools/analysis/parity.py $TOY \
-  --settings "${SETTINGS[@]}" --out "$WORK/parity/parity.json" \
+  --settings "${SETTINGS[@]}" --batch-size $PARITY_BATCH \
+  --out "$WORK/parity/parity.json" \
   --cfg-options "${DATA_OPTS[@]}" > "$R/parity.md" 2> "$WORK/parity.log"
 step "parity rc=$?"
 cp "$WORK/parity/parity.json" "$OUT/parity.json" 2>/dev/null
