@@ -33,13 +33,16 @@ def test_rows_on_a_hand_made_example():
     assert a['C real'] == b['C real'] == 1.0
     assert a['real pixels'] == 2
     assert a['nearest real'] == 'b' and b['nearest real'] == 'b'
-    assert abs(a['cos']) < 1e-6 and abs(b['cos'] - 1) < 1e-6
+    # centred on (e0 + e1) / 2: a's generated mean e1 points away from
+    # a's real one
+    assert abs(a['cos'] + 1) < 1e-6 and abs(b['cos'] - 1) < 1e-6
     assert math.isclose(a['gap / spread'], math.sqrt(2) / 0.5, rel_tol=1e-6)
     assert b['gap / spread'] < 1e-6
     # c has no real pixel: only what needs none
     assert set(c) == {'class', 'split', 'C generated', 'nearest real'}
     table = gap.markdown(rows)
-    assert '| a | unseen | 2 | 100.0 % | 0.0 % | 0.000 | b | 2.828 |' in table
+    assert '| a | unseen | 2 | 100.0 % | 0.0 % | -1.000 | b | 2.828 |' in \
+        table
     assert '| c | unseen | – | – | 100.0 % | – |' in table
 
 

@@ -13,10 +13,14 @@ learnt from it in the transfer stage, paper eq. 8). Per class:
 
 * ``C real`` / ``C generated``: C's accuracy (argmax over all classes, no
   calibration) on the class's real and on its generated features;
-* ``cos``: cosine of the generated mean with the real mean of the class;
-* ``nearest real``: the class whose real mean is nearest (cosine) to the
-  generated mean: a generated "car" nearest to real "pavement" is where the
-  transfer teaches C a wrong picture of the class;
+* ``cos``: cosine of the generated mean with the real mean of the class,
+  both centred on the mean of the real class means (the features are
+  sigmoid outputs, all positive: uncentred, every pair of means has a
+  cosine near 1);
+* ``nearest real``: the class whose centred real mean is nearest (cosine)
+  to the centred generated mean: a generated "car" nearest to real
+  "pavement" is where the transfer teaches C a wrong picture of the
+  class;
 * ``gap / spread``: distance of the two means over the real features'
   spread (root mean squared distance to their mean).
 
@@ -93,6 +97,7 @@ def gap_rows(real: dict, generated: dict, classify, classes,
     means = {c: f.mean(0) for c, f in real.items()}
     order = sorted(means)
     stacked = torch.stack([means[c] for c in order]) if order else None
+    centre = stacked.mean(0) if order else 0
     rows = []
     for c, name in enumerate(classes):
         fake = generated[c]
@@ -104,12 +109,14 @@ def gap_rows(real: dict, generated: dict, classify, classes,
             row['C real'] = (classify(real[c]).argmax(1) == c).float() \
                 .mean().item()
             row['real pixels'] = len(real[c])
-            row['cos'] = F.cosine_similarity(gen_mean, means[c], 0).item()
+            row['cos'] = F.cosine_similarity(gen_mean - centre,
+                                             means[c] - centre, 0).item()
             spread = (real[c] - means[c]).pow(2).sum(1).mean().sqrt()
             row['gap / spread'] = ((gen_mean - means[c]).norm() /
                                    spread.clamp(min=1e-12)).item()
         if stacked is not None:
-            sims = F.cosine_similarity(gen_mean[None], stacked, 1)
+            sims = F.cosine_similarity((gen_mean - centre)[None],
+                                       stacked - centre, 1)
             row['nearest real'] = classes[order[sims.argmax().item()]]
         rows.append(row)
     return rows
