@@ -7,7 +7,7 @@ initialisation, with only a log line about it, and everything computed
 with the model afterwards is meaningless. The analysis tools and the toy
 report build their models through :func:`init_model_checked` instead
 (``tools/test.py`` has ``StrictCheckpointHook``, the ONNX export
-``load_model``).
+``load_model``); :func:`model_and_test_set` is their common start.
 """
 from typing import Optional, Sequence, Union
 
@@ -59,3 +59,39 @@ def init_model_checked(config: Union[str, Config],
     if meta.get('dataset_meta'):  # as init_model keeps it
         model.dataset_meta = meta['dataset_meta']
     return model
+
+
+def model_and_test_set(config: str, checkpoint: str,
+                       cfg_options: Optional[dict] = None,
+                       device: str = 'cpu') -> tuple:
+    """An analysis tool's start: the config with its ``--cfg-options``,
+    its test dataset and the model of ``checkpoint`` checked against both
+    (:func:`init_model_checked`).
+
+    Args:
+        config (str): the config file.
+        checkpoint (str): its checkpoint file.
+        cfg_options (dict, optional): ``--cfg-options`` (DictAction's).
+        device (str): where the model goes.
+
+    Returns:
+        tuple: ``(cfg, model, dataset)``.
+
+    Raises:
+        SystemExit: ``error: ...`` when the checkpoint does not fit.
+    """
+    from mmengine.registry import init_default_scope
+    from mmseg.registry import DATASETS
+
+    from ..utils.cli import merge_cfg_options
+    cfg = Config.fromfile(config)
+    merge_cfg_options(cfg, cfg_options)
+    init_default_scope(cfg.get('default_scope', 'mmseg'))
+    dataset = DATASETS.build(cfg.test_dataloader.dataset)
+    try:
+        model = init_model_checked(
+            cfg, checkpoint, device,
+            dataset_classes=dataset.metainfo['classes'])
+    except CheckpointMismatchError as err:
+        raise SystemExit(f'error: {err}') from None
+    return cfg, model, dataset

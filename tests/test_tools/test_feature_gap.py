@@ -99,3 +99,9 @@ def test_command_line_on_the_toy(tmp_path, toy_root):
                            text=True, env=env, cwd=str(tmp_path))
     assert proc.returncode == 2
     assert 'has no generator G' in proc.stderr, proc.stderr[-2000:]
+    # another model's checkpoint: said, nothing computed
+    proc = tool_server.run([sys.executable, TOOL, cfg_path, fcn_ckpt,
+                            '--cfg-options', data], capture_output=True,
+                           text=True, env=env, cwd=str(tmp_path))
+    assert proc.returncode == 1 and proc.stdout == ''
+    assert 'error: The checkpoint' in proc.stderr, proc.stderr[-2000:]

@@ -32,14 +32,10 @@ import json
 
 import torch
 import torch.nn.functional as F
-from mmengine.config import Config, DictAction
+from mmengine.config import DictAction
 from mmengine.dataset import pseudo_collate
-from mmengine.registry import init_default_scope
 
-from mmseg.registry import DATASETS
-from mmseg_sign.apis.inference import init_model_checked
-from mmseg_sign.engine.hooks import CheckpointMismatchError
-from mmseg_sign.utils.cli import merge_cfg_options
+from mmseg_sign.apis.inference import model_and_test_set
 
 
 def real_features(model, dataset, max_images: int, samples: int,
@@ -156,19 +152,13 @@ def main():
     for name in ('max_images', 'samples'):
         if getattr(args, name) < 1:
             parser.error(f'--{name.replace("_", "-")} must be >= 1.')
-    cfg = Config.fromfile(args.config)
-    merge_cfg_options(cfg, args.cfg_options)
-    init_default_scope('mmseg')
-    try:
-        model = init_model_checked(cfg, args.checkpoint)
-    except CheckpointMismatchError as err:
-        raise SystemExit(f'error: {err}') from None
+    _, model, dataset = model_and_test_set(args.config, args.checkpoint,
+                                           args.cfg_options)
     head = model.decode_head
     if getattr(head, 'generator', None) is None:
         parser.error(f'{args.config}: its head ({type(head).__name__}) has '
                      'no generator G; this tool compares generated with real '
                      'features (SIGN, CaGNet, ZS3Net heads).')
-    dataset = DATASETS.build(cfg.test_dataloader.dataset)
     classes = list(dataset.metainfo['classes'])
     unseen = set(dataset.metainfo.get('unseen_classes', ()))
     real = real_features(model, dataset, args.max_images, args.samples,

@@ -19,14 +19,10 @@ import json
 
 import torch
 import torch.nn.functional as F
-from mmengine.config import Config, DictAction
+from mmengine.config import DictAction
 from mmengine.dataset import pseudo_collate
-from mmengine.registry import init_default_scope
 
-from mmseg.registry import DATASETS
-from mmseg_sign.apis.inference import init_model_checked
-from mmseg_sign.engine.hooks import CheckpointMismatchError
-from mmseg_sign.utils.cli import merge_cfg_options
+from mmseg_sign.apis.inference import model_and_test_set
 
 
 def latent_pixels(model, dataset, max_images):
@@ -78,14 +74,8 @@ def main():
                         help='e.g. the test set: test_dataloader.dataset.'
                         'ann_file=splits/train_held-out.txt')
     args = parser.parse_args()
-    cfg = Config.fromfile(args.config)
-    merge_cfg_options(cfg, args.cfg_options)
-    init_default_scope('mmseg')
-    try:
-        model = init_model_checked(cfg, args.checkpoint)
-    except CheckpointMismatchError as err:
-        raise SystemExit(f'error: {err}') from None
-    dataset = DATASETS.build(cfg.test_dataloader.dataset)
+    _, model, dataset = model_and_test_set(args.config, args.checkpoint,
+                                           args.cfg_options)
     pixels = latent_pixels(model, dataset, args.max_images)
     half = len(pixels) // 2
     mu, z, sigma, labels = (torch.cat(t) for t in zip(*pixels))
