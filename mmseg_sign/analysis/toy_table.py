@@ -151,11 +151,13 @@ def unfinished_checkpoint(cfg_path, work_dir, cfg_options=()):
     if cfg_options:
         cfg.merge_from_dict(parse_cfg_options(cfg_options))
     ran = Config.fromfile(dumped)
+    *parents, leaf = CHECKPOINT_INTERVAL.split('.')
     for c in (cfg, ran):
         for key in _DUMP_ONLY:
             c.pop(key, None)
-        c.get('default_hooks', {}).get('checkpoint', {}).pop('interval',
-                                                             None)
+        for key in parents:
+            c = c.get(key, {})
+        c.pop(leaf, None)
     return checkpoint if cfg.pretty_text == ran.pretty_text else None
 
 
@@ -249,9 +251,9 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
         dict: ``seconds``, ``params`` (:func:`param_counts`),
         ``resumed_from`` (the checkpoint's file name, where the run
         continued an unfinished attempt: its ``seconds`` are then the last
-        attempt's) and per stage ``{mIoU_seen, mIoU_unseen, hIoU, mIoU}`` (with their
-        ``_boot_sd`` where the metric bootstraps, and ``IoU.CLASS`` where
-        it gives them).
+        attempt's) and per stage ``{mIoU_seen, mIoU_unseen, hIoU, mIoU}``
+        (with their ``_boot_sd`` where the metric bootstraps, and
+        ``IoU.CLASS`` where it gives them).
     """
     data_root = toy_data(wd, data_seed)
     stem = row_stem(cfg_path, amp_dtype, tag)
