@@ -111,7 +111,9 @@ def refit_classifier(model, iters: int, opts: dict, optimizer_cfg: dict,
     Args:
         model (nn.Module): the grown segmentor (updated in place).
         iters (int): refit iterations.
-        opts (dict): the transfer stage's options (:func:`refit_plan`).
+        opts (dict): the transfer stage's options (:func:`refit_plan`);
+            ``latent='posterior'`` feeds G the SIM's mean latent of the real
+            batches' pixels (without real batches: N(0, I) noise).
         optimizer_cfg (dict): the optimizer of C.
         batches (Iterator | None): real batches (:func:`real_batches`).
         refit (str): what learns, one of :data:`REFIT_MODES`.
@@ -145,7 +147,8 @@ def refit_classifier(model, iters: int, opts: dict, optimizer_cfg: dict,
                 feats = model.extract_feat(data['inputs'])
             losses = head.loss_transfer(feats, data['data_samples'],
                                         opts['real_weight'],
-                                        opts['synth_weight'])
+                                        opts['synth_weight'],
+                                        opts.get('latent', 'prior'))
         else:
             losses = dict(loss_ce_synth=head.loss_synthetic(
                 pixels, like, opts['synth_weight']))

@@ -27,9 +27,12 @@ STAGE_OPTIONS: Dict[str, dict] = dict(
     # first C on real (real_weight) + fake seen features (fake_weight) with
     # G and D still training, then C on synthetic features of sampled
     # labels (synth_weight). 'classifier': C alone on real + synthetic
-    # features every iteration (eq. 9).
+    # features every iteration (eq. 9). latent: the z that G is fed for the
+    # synthetic features of sampled labels, 'prior' (z ~ N(0, I): the
+    # release, authors_recipe R1) or 'posterior' (the SIM's latent of the
+    # batch's real pixels, position by position: docs/camvid.md, item 5).
     transfer=dict(mode='alternate', block_iters=100, real_weight=0.75,
-                  fake_weight=0.25, synth_weight=0.125),
+                  fake_weight=0.25, synth_weight=0.125, latent='prior'),
     # section 3.4: pseudo labels of the frozen teacher, 'AST' (eq. 16),
     # 'ST' (ZS3: top_p % per class among pixels predicted unseen) or
     # 'ST_topk' (CaGNet: best unseen class when among the top_k classes;
@@ -48,6 +51,8 @@ STAGE_OPTIONS: Dict[str, dict] = dict(
                     max_pseudo_ratio=None, candidates='ignored'),
 )
 TRANSFER_MODES = ('alternate', 'classifier')
+#: the transfer stage's latent for synthetic features of sampled labels
+TRANSFER_LATENTS = ('prior', 'posterior')
 SELF_TRAIN_UPDATES = ('train', 'classifier')
 #: the options only some modes of a stage read: stage → mode → its own
 #: (an option of another mode given explicitly is an error: it would be
@@ -166,6 +171,9 @@ def stage_options(index: int, stage: dict) -> dict:
         if out['mode'] not in TRANSFER_MODES:
             raise ValueError(f'{where}: mode must be one of '
                              f'{TRANSFER_MODES}, got {out["mode"]!r}.')
+        if out['latent'] not in TRANSFER_LATENTS:
+            raise ValueError(f'{where}: latent must be one of '
+                             f'{TRANSFER_LATENTS}, got {out["latent"]!r}.')
         _check_int(where, 'block_iters', out['block_iters'])
         for key in ('real_weight', 'fake_weight', 'synth_weight'):
             _check_number(where, key, out[key])

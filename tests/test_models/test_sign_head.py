@@ -299,3 +299,33 @@ def test_weighted_segmentation_ce_keeps_the_loss_weight(embedding_table):
                                       weights=ones)
     for key in ('loss_ce', 'acc_seg', 'loss_kld'):
         torch.testing.assert_close(weighted[key], plain[key])
+
+
+def test_posterior_latent_feeds_g_each_pixels_own_z(embedding_table):
+    """Transfer with ``latent='posterior'``: the synthetic feature drawn
+    for feature pixel (b, y, x) is G(M(ŷ), z[b, :, y, x]) (written here
+    pixel by pixel), the same labels ŷ as with the prior; the prior's
+    N(0, I) noise gives another loss; a latent of the wrong size is
+    refused."""
+    torch.manual_seed(0)
+    head = build_head(embedding_table[0]).eval()  # no dropout: exact
+    feats = features(b=2, h=3, w=5)
+    labels = torch.randint(0, 3, (2, 3, 5))
+    torch.manual_seed(7)
+    got = head.loss_transfer(feats, samples(labels), 1.0, 2.0,
+                             latent='posterior')
+    torch.manual_seed(7)
+    pseudo = head.sample_pseudo_labels(2 * 3 * 5, 'cpu')
+    z = feats[3].detach()
+    rows = [z[b, :, y, x] for b in range(2) for y in range(3)
+            for x in range(5)]
+    fake = torch.cat([head.generate(pseudo[i:i + 1], rows[i][None])
+                      for i in range(len(rows))])
+    want = 2.0 * F.cross_entropy(head.classify(fake), pseudo)
+    torch.testing.assert_close(got['loss_ce_synth'], want)
+    torch.manual_seed(7)
+    prior = head.loss_transfer(feats, samples(labels), 1.0, 2.0)
+    torch.testing.assert_close(prior['loss_ce'], got['loss_ce'])
+    assert abs(prior['loss_ce_synth'].item() - want.item()) > 1e-4
+    with pytest.raises(ValueError, match=r'latent must be \[30, 4\]'):
+        head.loss_synthetic(30, feats[0], 1.0, z[:, :, :2].reshape(-1, 4))

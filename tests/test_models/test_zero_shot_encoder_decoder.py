@@ -42,6 +42,12 @@ E = {'backbone', 'neck'}
      {'loss_mmd', 'loss_adv_g', 'loss_adv_d', 'loss_ce', 'loss_ce_fake'}),
     ('shared_trunk', 'transfer', dict(mode='alternate', stage_iter=3),
      SHARED_C, {'loss_ce_synth'}),
+    # latent='posterior': G fed the SIM's z of the batch's pixels
+    ('shared_trunk', 'transfer', dict(mode='alternate', stage_iter=3,
+                                      latent='posterior'),
+     SHARED_C, {'loss_ce_synth'}),
+    ('linear', 'transfer', dict(mode='classifier', latent='posterior'), C,
+     {'loss_ce', 'loss_ce_synth'}),
     ('linear', 'transfer', dict(mode='alternate', stage_iter=0),
      C | G | D,
      {'loss_mmd', 'loss_adv_g', 'loss_adv_d', 'loss_ce', 'loss_ce_fake'}),

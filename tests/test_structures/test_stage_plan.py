@@ -37,6 +37,9 @@ def test_stage_derivation_from_iteration():
                                         block_size=10)],
      r"unknown keys \['block_size'\]; options: \['block_iters'"),
     ([dict(name='self_train', iters=3, temperature=0)], 'temperature'),
+    ([dict(name='transfer', iters=4, block_iters=2, latent='noise')],
+     r"stages\[0\] \(transfer\): latent must be one of \('prior', "
+     r"'posterior'\), got 'noise'"),
     # issue 34: a transfer that never reaches its second block (the
     # default block_iters=100 with a 20-iteration transfer), a plan out of
     # order
@@ -84,7 +87,7 @@ def test_mode_options_given_for_their_mode_are_fine():
                     max_pseudo_ratio=2.0)])
     StagePlan([dict(name='train', iters=2),
                dict(name='transfer', iters=2, mode='classifier',
-                    real_weight=1.0, synth_weight=1.0),
+                    real_weight=1.0, synth_weight=1.0, latent='posterior'),
                dict(name='self_train', iters=2, mode='AST', temperature=0.5,
                     candidates='predicted_unseen')])
 
@@ -95,7 +98,8 @@ def test_stage_plan_defaults_are_the_authors_recipe():
                       dict(name='self_train', iters=2)])
     assert plan[1] == dict(
         name='transfer', iters=200, mode='alternate', block_iters=100,
-        real_weight=0.75, fake_weight=0.25, synth_weight=0.125)
+        real_weight=0.75, fake_weight=0.25, synth_weight=0.125,
+        latent='prior')
     assert plan[2]['mode'] == 'AST'
     assert plan[2]['temperature'] == 2.0
 

@@ -1,6 +1,6 @@
 """The transfer stage's losses of a zero-shot decode head: C on synthetic
 features of sampled labels (paper eq. 8-9; ``SIGNHead``)."""
-from typing import Dict
+from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
@@ -25,27 +25,46 @@ class TransferMixin:
         probs = 1.0 + self.gen_unseen_rate * unseen.float()
         return torch.multinomial(probs, num, replacement=True)
 
-    def loss_synthetic(self, num: int, like: Tensor,
-                       weight: float = 1.0) -> Tensor:
+    def loss_synthetic(self, num: int, like: Tensor, weight: float = 1.0,
+                       latent: Optional[Tensor] = None) -> Tensor:
         """``loss_ce_synth`` (eq. 8): ``weight`` × CE of C on ``num``
-        features ``G(M(ŷ), z)``, ``z ~ N(0, I)``, for labels ŷ drawn by
-        :meth:`sample_pseudo_labels`. G gets no gradient."""
+        features ``G(M(ŷ), z)`` for labels ŷ drawn by
+        :meth:`sample_pseudo_labels`; ``z ~ N(0, I)`` (the release), or
+        ``latent`` ``[num, latent_channels]`` when given (the SIM's latent
+        of real pixels: the transfer stage's ``latent='posterior'``). G
+        gets no gradient."""
+        if latent is not None and tuple(latent.shape) != (
+                num, self.latent_channels):
+            raise ValueError(
+                f'loss_synthetic: latent must be [{num}, '
+                f'{self.latent_channels}] (one z per synthetic feature), '
+                f'got {list(latent.shape)}.')
         pseudo = self.sample_pseudo_labels(num, like.device)
         with torch.no_grad():
             z = torch.randn(num, self.latent_channels, device=like.device,
-                            dtype=like.dtype)
+                            dtype=like.dtype) if latent is None \
+                else latent.detach().to(like.dtype)
             fake = self.generate(pseudo, z)
         return weight * F.cross_entropy(self.classify(fake), pseudo)
 
     def loss_transfer(self, inputs, data_samples: SampleList,
-                      real_weight: float = 1.0, synth_weight: float = 1.0
-                      ) -> Dict[str, Tensor]:
+                      real_weight: float = 1.0, synth_weight: float = 1.0,
+                      latent: str = 'prior') -> Dict[str, Tensor]:
         """Transfer step, eq. 9 (``mode='classifier'``): ``loss_ce`` of C on
         real (frozen) features and ``loss_ce_synth`` (one synthetic feature
-        per feature pixel)."""
+        per feature pixel; ``latent='posterior'``: each fed that pixel's z,
+        ``inputs[3]``)."""
         feats = inputs[0].detach()
         num = feats.shape[0] * feats.shape[2] * feats.shape[3]
+        z = self.posterior_latent(inputs) if latent == 'posterior' else None
         return dict(
             loss_ce=self.loss_classifier_real(feats, data_samples,
                                               real_weight),
-            loss_ce_synth=self.loss_synthetic(num, feats, synth_weight))
+            loss_ce_synth=self.loss_synthetic(num, feats, synth_weight, z))
+
+    @staticmethod
+    def posterior_latent(inputs) -> Tensor:
+        """The neck's latent ``z`` (``inputs[3]``, ``[B, L, H, W]``) as
+        ``[B·H·W, L]`` (detached), one z per feature pixel."""
+        z = inputs[3].detach()
+        return z.permute(0, 2, 3, 1).reshape(-1, z.shape[1])

@@ -317,7 +317,10 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         """Transfer stage (eq. 8-9), E and SIM frozen.
 
         ``mode='classifier'``: C on real features and on synthetic features
-        ``G(M(ŷ), z ~ N(0, I))`` every iteration. ``mode='alternate'`` (the
+        ``G(M(ŷ), z ~ N(0, I))`` every iteration.
+        ``latent='posterior'`` feeds G the SIM's z of the batch's real
+        pixels instead of N(0, I) noise (sampled in ``'alternate'``, where
+        the SIM stays in train mode; its mean ``mu`` in ``'classifier'``). ``mode='alternate'`` (the
         authors' recipe): blocks of ``block_iters`` iterations alternate
         between (1) G and D training on, and C learning from, real and
         generated seen features (the SIM still samples z) and (2) C on
@@ -333,7 +336,7 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
                 feats = self.extract_feat(inputs)
             losses = self._losses_for(
                 transfer_ow, head.loss_transfer, feats, data_samples,
-                opts['real_weight'], opts['synth_weight'])
+                opts['real_weight'], opts['synth_weight'], opts['latent'])
             return self._update(transfer_ow, losses)
         wrappers = self._stage_wrappers(optim_wrapper)
         transfer_ow, gen_ow = wrappers['classifier'], wrappers['generator']
@@ -344,10 +347,16 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
             return self._adversarial_step(
                 feats, data_samples, gen_ow, transfer_ow, 'loss_ce',
                 opts['real_weight'], opts['fake_weight'])
-        pixels = self._feature_pixels(inputs)
+        if opts['latent'] == 'posterior':
+            # the SIM (train mode) samples z of the batch's real pixels
+            with torch.no_grad(), transfer_ow.optim_context(self):
+                latent = head.posterior_latent(self.extract_feat(inputs))
+            pixels = latent.shape[0]
+        else:
+            latent, pixels = None, self._feature_pixels(inputs)
         losses = self._losses_for(transfer_ow, lambda: dict(
             loss_ce_synth=head.loss_synthetic(pixels, inputs,
-                                              opts['synth_weight'])))
+                                              opts['synth_weight'], latent)))
         return self._update(transfer_ow, losses)
 
     def _self_train_step(self, inputs, data_samples, optim_wrapper):
