@@ -22,7 +22,12 @@ run's folder and its entry to train it again). A run left unfinished (a
 killed command, a machine gone) continues from its last checkpoint
 (``--resume``) when the config it dumped is the one it would run now (its
 result then says ``resumed_from`` and its ``seconds`` are the last
-attempt's); otherwise it trains again from scratch. ``--checkpoint-interval
+attempt's); otherwise it trains again from scratch. A run whose first stages another run of the table
+ran alike (the same config, options, data and seed up to their end: SIGN
++ ST and SIGN + AST share train and transfer) starts from that run's
+checkpoint at their end (``started_from``; the shared stages' results are
+the other run's, exactly what training them again gives); ``s per run``
+averages the runs trained whole. ``--checkpoint-interval
 N`` keeps a checkpoint every N iterations (long runs: a killed one loses
 less); like the data root and the seed it is not part of a run's key. A run
 is known by what it ran (``key``: a hash of the resolved config with its

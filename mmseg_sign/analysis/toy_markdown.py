@@ -52,8 +52,17 @@ def table(results: dict, rows: dict, data_seeds, seeds) -> list:
                 + f" | {_boot([r[stage] for r in runs])}"
                 + f" | {runs[0]['params']['sim']:,} | "
                 f"{runs[0]['params']['model']:,} | "
-                f"{np.mean([r['seconds'] for r in runs]):.0f} |")
+                f"{_seconds(runs)} |")
     return lines
+
+
+def _seconds(runs) -> str:
+    """Mean seconds of the runs trained whole in one attempt (a run that
+    continued its own checkpoint or started from another run's stages
+    timed only its last part); '—' when there is none."""
+    whole = [r['seconds'] for r in runs
+             if not {'resumed_from', 'started_from'} & set(r)]
+    return f'{np.mean(whole):.0f}' if whole else '—'
 
 
 def table_by_data_seed(results: dict, rows: dict, data_seeds, seeds,

@@ -2,10 +2,12 @@
 built-in toy data (or their own) over training seeds and toy data seeds
 (``tools/toy_table.py``, docs/toy_results.md); the markdown is
 :mod:`.toy_markdown`, the results file :mod:`.toy_results`."""
+import copy
 import functools
 import json
 import os
 import os.path as osp
+import re
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ import torch
 from mmengine.config import Config
 
 from .toy_data import check_toy_data, make_toy_dataset
+from ..utils.work_dir_lock import set_aside_checkpoints, work_dir_checkpoints
 from ..structures.stage_plan import StagePlan
 from .logs import logged_records
 from .toy_markdown import KEYS
@@ -78,8 +81,10 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
             data root and seed).
 
     Returns:
-        tuple[float, str | None]: the wall time of this attempt, and the
-        checkpoint it continued (:func:`unfinished_checkpoint`) or None.
+        tuple: the wall time of this attempt; the checkpoint it continued
+        (:func:`unfinished_checkpoint`) or None; ``(checkpoint, run dir,
+        iteration)`` of the run it started from (:func:`shared_start`) or
+        None.
     """
     extra = ['--amp-dtype', amp_dtype] if amp_dtype else []
     options = [*cfg_options, f'{seed_key}={seed}']
@@ -95,10 +100,21 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
                                    'test_dataloader')]
     # a run whose result is not stored continues from the last checkpoint
     # of an earlier, unfinished attempt that ran exactly this (a killed
-    # table, a session's end); anything else trains again from scratch,
-    # over what is left in the run dir
+    # table, a session's end), or starts from another run's checkpoint at
+    # the end of the stages both run alike (shared_start), whichever is
+    # further; anything else trains from scratch, over what is left in the
+    # run dir (set aside)
     resumed = unfinished_checkpoint(cfg_path, work_dir, options)
-    again = '--resume' if resumed else '--overwrite-checkpoints'
+    shared = shared_start(cfg_path, work_dir, options)
+    if shared and resumed and _iteration(resumed) >= shared[2]:
+        shared = None  # its own attempt got as far
+    elif shared:
+        resumed = None
+    again = '--resume' if resumed or shared else '--overwrite-checkpoints'
+    if shared:
+        if work_dir_checkpoints(work_dir):
+            set_aside_checkpoints(work_dir)
+        options.append(f'load_from={shared[0]}')
     cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg_path,
            '--work-dir', work_dir, again, *extra, '--cfg-options', *options]
     env = dict(os.environ)
@@ -110,7 +126,7 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
         capture_output=True, text=True, env=env)
     if proc.returncode:
         raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
-    return time.time() - start, resumed
+    return time.time() - start, resumed, shared
 
 
 #: what tools/train.py adds to the config it dumps in the work dir, not
@@ -120,6 +136,36 @@ _DUMP_ONLY = ('work_dir', 'launcher', 'resume', 'load_from',
 #: how often a run keeps a checkpoint: an attempt may continue another's
 #: with another interval (what is trained does not depend on it)
 CHECKPOINT_INTERVAL = 'default_hooks.checkpoint.interval'
+
+
+def _what_it_computes(cfg: Config, stages=None) -> str:
+    """``cfg``'s text without what tools/train.py adds (:data:`_DUMP_ONLY`)
+    and the checkpoint interval; with ``stages``, its plan cut to the first
+    ``stages`` stages (what a run computes up to their end)."""
+    cfg = copy.deepcopy(cfg)
+    for key in _DUMP_ONLY:
+        cfg.pop(key, None)
+    *parents, leaf = CHECKPOINT_INTERVAL.split('.')
+    c = cfg
+    for key in parents:
+        c = c.get(key, {})
+    c.pop(leaf, None)
+    if stages is not None:
+        cfg.train_cfg.stages = list(cfg.train_cfg.stages[:stages])
+    return cfg.pretty_text
+
+
+def _iteration(checkpoint: str) -> int:
+    """The iteration of mmengine's ``iter_N.pth`` (0 for another name)."""
+    found = re.fullmatch(r'iter_(\d+)\.pth', osp.basename(checkpoint))
+    return int(found.group(1)) if found else 0
+
+
+def _resolved(cfg_path, cfg_options=()) -> Config:
+    cfg = Config.fromfile(cfg_path)
+    if cfg_options:
+        cfg.merge_from_dict(parse_cfg_options(cfg_options))
+    return cfg
 
 
 def unfinished_checkpoint(cfg_path, work_dir, cfg_options=()):
@@ -147,18 +193,64 @@ def unfinished_checkpoint(cfg_path, work_dir, cfg_options=()):
         return None
     if not (osp.isfile(checkpoint) and osp.isfile(dumped)):
         return None
-    cfg = Config.fromfile(cfg_path)
-    if cfg_options:
-        cfg.merge_from_dict(parse_cfg_options(cfg_options))
-    ran = Config.fromfile(dumped)
-    *parents, leaf = CHECKPOINT_INTERVAL.split('.')
-    for c in (cfg, ran):
-        for key in _DUMP_ONLY:
-            c.pop(key, None)
-        for key in parents:
-            c = c.get(key, {})
-        c.pop(leaf, None)
-    return checkpoint if cfg.pretty_text == ran.pretty_text else None
+    same = _what_it_computes(_resolved(cfg_path, cfg_options)) == \
+        _what_it_computes(Config.fromfile(dumped))
+    return checkpoint if same else None
+
+
+def shared_start(cfg_path, work_dir, cfg_options=()):
+    """Another run of the table (a sibling of ``work_dir``) that ran this
+    run's first k stages alike, with a checkpoint at their end: the run
+    can start there (``--resume`` from it) instead of training them again,
+    e.g. SIGN + ST from SIGN + AST's checkpoint at the end of transfer
+    (both train and transfer alike; seed 0 of docs/camvid.md's campaign,
+    each trained from scratch, reached the same 9.35 harmonic mIoU after
+    transfer). Alike: the sibling's dumped config equals this run's
+    (``cfg_options``, data root and seed included) with both plans cut to
+    k stages, but for what tools/train.py adds and the checkpoint interval.
+    The largest such k wins; a plan outside ``train_cfg`` is never shared.
+
+    Args:
+        cfg_path (str): the config.
+        work_dir (str): the run's work dir.
+        cfg_options (Sequence[str]): the run's ``--cfg-options``.
+
+    Returns:
+        tuple | None: ``(checkpoint, sibling's run dir, iteration)``.
+    """
+    cfg = _resolved(cfg_path, cfg_options)
+    stages = (cfg.get('train_cfg') or {}).get('stages')
+    if not stages or len(stages) < 2:
+        return None
+    plan = StagePlan.from_config(cfg)
+    ends = [plan.start(k) for k in range(1, len(plan))]  # k stages done
+    table = osp.dirname(osp.abspath(work_dir))
+    best, texts = None, {}
+    for name in sorted(os.listdir(table)):
+        other = osp.join(table, name)
+        if other == osp.abspath(work_dir) or not osp.isdir(other):
+            continue
+        dumps = [f for f in os.listdir(other) if f.endswith('.py')]
+        if len(dumps) != 1:
+            continue
+        for k in range(len(ends), 0, -1):
+            checkpoint = osp.join(other, f'iter_{ends[k - 1]}.pth')
+            if best is not None and ends[k - 1] <= best[2] or \
+                    not osp.isfile(checkpoint):
+                continue
+            try:
+                ran = Config.fromfile(osp.join(other, dumps[0]))
+                ran_stages = ran.train_cfg.stages
+            except Exception:  # not a run's config: not a sibling
+                break
+            if len(ran_stages) <= k:
+                continue  # the checkpoint would be its end, not a start
+            if k not in texts:
+                texts[k] = _what_it_computes(cfg, k)
+            if _what_it_computes(ran, k) == texts[k]:
+                best = (checkpoint, other, ends[k - 1])
+                break
+    return best
 
 
 # not used to segment: G, D and the fixed class-embedding table
@@ -249,6 +341,9 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
 
     Returns:
         dict: ``seconds``, ``params`` (:func:`param_counts`),
+        ``started_from`` (``SIBLING/iter_N.pth``, where it started from
+        another run's stages, :func:`shared_start`: its ``seconds`` are
+        its own stages', its results of the shared stages the sibling's),
         ``resumed_from`` (the checkpoint's file name, where the run
         continued an unfinished attempt: its ``seconds`` are then the last
         attempt's) and per stage ``{mIoU_seen, mIoU_unseen, hIoU, mIoU}``
@@ -258,13 +353,21 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     data_root = toy_data(wd, data_seed)
     stem = row_stem(cfg_path, amp_dtype, tag)
     run_dir = osp.join(wd, run_dir_name(stem, data_seed, seed))
-    seconds, resumed = train(cfg_path, run_dir, data_root, seed, amp_dtype,
-                             cfg_options, threads, seed_key,
-                             checkpoint_interval)
+    seconds, resumed, shared = train(
+        cfg_path, run_dir, data_root, seed, amp_dtype, cfg_options, threads,
+        seed_key, checkpoint_interval)
     records = logged_records(run_dir, 'hIoU')
     out = dict(seconds=seconds, params=param_counts(run_dir))
     if resumed:  # its seconds are the last attempt's
         out['resumed_from'] = osp.basename(resumed)
+    if shared:  # the shared stages' validations are the sibling's
+        checkpoint, other, iteration = shared
+        out['started_from'] = f'{osp.basename(other)}/' \
+            f'{osp.basename(checkpoint)}'
+        own = records
+        records = {i: r for i, r in logged_records(other, 'hIoU').items()
+                   if i <= iteration}
+        records.update({i: r for i, r in own.items() if i > iteration})
     # the plan as run (--cfg-options included): the config the run dumped
     dumped = osp.join(run_dir, osp.basename(cfg_path))
     for stage, end in stage_ends(dumped).items():

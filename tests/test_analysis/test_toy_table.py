@@ -35,6 +35,15 @@ def test_table_is_mean_and_ci_of_the_chosen_runs():
     assert lines[2] == ('| A | 2 | 80.00 ± 0.00 | 25.00 ± 63.53 | '
                         '50.00 ± 127.06 | 14.14 | – | 1,234 | 56,789 | 10 |')
     assert table(results, {'B': ('b', 'transfer')}, [0], [0]) == lines[:2]
+    # s per run: the runs trained whole in one attempt (not a continued
+    # one, nor one that started from another run's stages)
+    part = dict(results, **{'a/0/1': dict(run(60.0), seconds=3,
+                                          started_from='b_seed1/iter_4.pth')})
+    assert table(part, {'A': ('a', 'transfer')}, [0], [0, 1])[2].endswith(
+        '| 10 |')
+    part['a/0/0'] = dict(run(40.0), seconds=2, resumed_from='iter_2.pth')
+    assert table(part, {'A': ('a', 'transfer')}, [0], [0, 1])[2].endswith(
+        '| — |')
     # per data seed: seeds 0, 1 of data seed 0 (40, 60); data seed 1 has
     # seed 0 only (90)
     by_data = table_by_data_seed(results, {'A': ('a', 'transfer')}, [0, 1],
@@ -387,6 +396,85 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     # without a checkpoint to continue, a run trains from scratch
     (run_dir / 'last_checkpoint').unlink()
     assert tt.unfinished_checkpoint(cfg, str(run_dir), options) is None
+
+
+def test_a_run_starts_from_the_stages_another_run_ran_alike(tmp_path,
+                                                           monkeypatch):
+    """SIGN + ST trains train and transfer as SIGN + AST does (same seed,
+    data, options): in one table it starts from the AST run's checkpoint
+    at the transfer's end, trains self-training only, and ends with the
+    metrics of the same run trained from scratch in another table. Another
+    seed, or a plan that differs before self-training, is not shared."""
+    from mmengine.config import Config
+
+    from mmseg_sign.analysis import toy_table as tt
+    from mmseg_sign.analysis.toy_results import parse_cfg_options
+    monkeypatch.setenv('OMP_NUM_THREADS', '1')
+    ast = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
+    st = osp.join(REPO, 'configs', 'sign', 'sign_toy_st.py')
+    # long enough for each stage to move the model
+    plan = ['train_cfg.stages.0.iters=20', 'train_cfg.stages.1.iters=10',
+            'train_cfg.stages.1.block_iters=5',
+            'train_cfg.stages.2.iters=10', 'default_hooks.logger.interval=1']
+    shared, alone = tmp_path / 'shared', tmp_path / 'alone'
+    shared.mkdir()
+    alone.mkdir()
+    results = {}
+    assert tt.train_runs([(ast, 'short', plan, 5, 0)], str(shared),
+                         results, checkpoint_interval=10) == []
+    options = [*plan, 'randomness.seed=0', 'model.decode_head.'
+               f'class_embeddings={shared}/data5/class_embeddings.npz',
+               *(f'{loader}.dataset.data_root={shared}/data5' for loader in
+                 ('train_dataloader', 'val_dataloader', 'test_dataloader'))]
+    # an earlier attempt at the ST run, killed at iteration 10 (the AST
+    # run's checkpoint there is the same state): the shared start at 30
+    # is further, and the attempt's checkpoint is set aside, not lost
+    run_dir = shared / 'sign_toy_st+short_data5_seed0'
+    run_dir.mkdir()
+    attempt = (shared / 'sign_toy+short_data5_seed0' / 'iter_10.pth'
+               ).read_bytes()
+    (run_dir / 'iter_10.pth').write_bytes(attempt)
+    (run_dir / 'last_checkpoint').write_text(str(run_dir / 'iter_10.pth'))
+    ran = Config.fromfile(st)
+    ran.merge_from_dict(parse_cfg_options(options))
+    ran.dump(str(run_dir / 'sign_toy_st.py'))
+    assert tt.unfinished_checkpoint(st, str(run_dir), options) == str(
+        run_dir / 'iter_10.pth')
+    assert tt.train_runs([(st, 'short', plan, 5, 0)], str(shared),
+                         results) == []
+    assert tt.train_runs([(st, 'short', plan, 5, 0)], str(alone),
+                         {}) == []
+    started = json.loads((shared / 'results.json').read_text())[
+        'sign_toy_st+short/5/0']
+    scratch = json.loads((alone / 'results.json').read_text())[
+        'sign_toy_st+short/5/0']
+    assert started['started_from'] == \
+        'sign_toy+short_data5_seed0/iter_30.pth'
+    assert 'started_from' not in scratch
+    for stage in ('train', 'transfer', 'self_train'):
+        assert started[stage] == scratch[stage], stage
+    donor = results['sign_toy+short/5/0']
+    assert started['transfer'] == donor['transfer']
+    # the ST run's own last stage: its model moved after the transfer
+    assert started['self_train'] != started['transfer']
+    # it trained self-training only; the older file went aside
+    steps = [json.loads(line)['step'] for log in run_dir.glob(
+        '*/vis_data/scalars.json') for line in log.read_text().splitlines()
+        if 'loss' in json.loads(line)]
+    assert steps and min(steps) == 31, steps
+    assert [p.read_bytes() for p in run_dir.glob('replaced_*/iter_10.pth')] \
+        == [attempt]
+    # what is compared: seed, data and the plan up to the shared stages
+    other = str(shared / 'new_run')
+    assert tt.shared_start(st, other, options)[1:] == (
+        str(shared / 'sign_toy+short_data5_seed0'), 30)
+    assert tt.shared_start(st, other, [*options, 'randomness.seed=1']) \
+        is None
+    # a longer transfer: only the train stage is shared (iteration 20)
+    assert tt.shared_start(st, other, [
+        *options, 'train_cfg.stages.1.iters=12'])[2] == 20
+    assert tt.shared_start(st, other, [
+        *options, 'train_cfg.stages.0.iters=30']) is None
 
 
 def test_toy_data_of_another_seed_is_not_reused(tmp_path):
