@@ -214,3 +214,49 @@ def test_camvid_imagenet_ceiling_is_the_stored_runs():
     summary = ' / '.join(str(mean_ci([e[k] for e in ends])) for k in (
         'mIoU_seen', 'mIoU_unseen', 'hIoU'))
     assert summary in readme, summary
+
+
+def test_camvid_imagenet_comparison_quotes_the_stored_runs():
+    """Issue 48's comparison so far: docs/camvid.md's CPU table and paired
+    differences are those of the runs kept in
+    docs/toy_runs/camvid_lite0_protocol.json (the ceiling's in
+    camvid_lite0_ceiling.json), over the training seeds every row has,
+    recomputed here with tools/toy_table.py's markdown; a seed stored
+    without the doc's table following it fails here."""
+    import json
+    from mmseg_sign.analysis.toy_markdown import comparison, table
+    runs = {}
+    for name in ('camvid_lite0_protocol.json', 'camvid_lite0_ceiling.json'):
+        runs.update(json.load(open(osp.join(REPO, 'docs', 'toy_runs',
+                                             name))))
+    rows = {'SPNet': ('spnet_lite0_camvid-480x360', 'end'),
+            'ZS3': ('zs3net_lite0_camvid-480x360_st', 'transfer'),
+            'ZS3 + ST': ('zs3net_lite0_camvid-480x360_st', 'self_train'),
+            'CaGNet': ('cagnet_lite0_camvid-480x360_st', 'transfer'),
+            'CaGNet + ST': ('cagnet_lite0_camvid-480x360_st', 'self_train'),
+            'SIGN': ('sign_lite0_camvid-480x360', 'transfer'),
+            'SIGN + ST': ('sign_lite0_camvid-480x360_st', 'self_train'),
+            'SIGN + AST': ('sign_lite0_camvid-480x360', 'self_train')}
+    seeds = [s for s in range(10) if all(
+        f'{stem}/own/{s}' in runs for stem, _ in rows.values())]
+    assert seeds == list(range(len(seeds))) and len(seeds) >= 2, seeds
+    rows['Supervised (ceiling)'] = ('supervised_lite0_camvid-480x360', 'end')
+    doc = open(osp.join(REPO, 'docs', 'camvid.md'), encoding='utf-8').read()
+    lines = table(runs, rows, ['own'], seeds)
+    assert len(lines) == 2 + len(rows)
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip('|').split('|')]
+        # label, n, seen, unseen, harmonic, sd (harmonic) as the doc has them
+        label = cells[0] + (f', seeds 0-{seeds[-1]}'
+                            if cells[0].startswith('Supervised') else '')
+        quoted = '| ' + ' | '.join([label, *cells[1:6]]) + ' |'
+        assert quoted in doc, quoted
+    pairs = [('SIGN', 'ZS3'), ('SIGN', 'CaGNet'), ('SIGN + AST', 'ZS3 + ST'),
+             ('SIGN + AST', 'CaGNet + ST'), ('SIGN + AST', 'SIGN + ST')]
+    for line in comparison(runs, rows, pairs, ['own'], seeds):
+        cells = [c.strip() for c in line.strip('|').split('|')]
+        if len(cells) > 3 and cells[1] == 'harmonic mIoU':
+            diff = cells[3].replace('-', '−')
+            diff = diff if diff.startswith('−') else '+' + diff
+            assert f'{cells[0]} {diff}'.replace('**', '') in \
+                doc.replace('**', '').replace('\n', ' '), (cells[0], diff)
