@@ -10,6 +10,7 @@ import os.path as osp
 import re
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
@@ -41,6 +42,17 @@ _DIE_WITH_PARENT = (
     'os.execv(sys.argv[2], sys.argv[2:])\n')
 
 
+#: mmengine resolves a config's ``mmseg::`` bases through pkg_resources,
+#: which is not thread-safe: the runs' threads read configs one at a time
+_CONFIG_READ = threading.Lock()
+
+
+def read_config(path: str) -> Config:
+    """``Config.fromfile(path)``, one thread at a time."""
+    with _CONFIG_READ:
+        return Config.fromfile(path)
+
+
 def stage_ends(cfg_path: str) -> dict:
     """``{stage name: last iteration}`` of the config's plan (the last
     stage of a name wins); ``{'end': None}`` without a plan. ``cfg_path``:
@@ -52,7 +64,7 @@ def stage_ends(cfg_path: str) -> dict:
     Returns:
         dict[str, int | None]: each stage's last iteration.
     """
-    plan = StagePlan.from_config(Config.fromfile(cfg_path))
+    plan = StagePlan.from_config(read_config(cfg_path))
     if plan is None:
         return {'end': None}
     return {s['name']: plan.start(i) + s['iters'] for i, s in enumerate(plan)}
@@ -162,7 +174,7 @@ def _iteration(checkpoint: str) -> int:
 
 
 def _resolved(cfg_path, cfg_options=()) -> Config:
-    cfg = Config.fromfile(cfg_path)
+    cfg = read_config(cfg_path)
     if cfg_options:
         cfg.merge_from_dict(parse_cfg_options(cfg_options))
     return cfg
@@ -194,7 +206,7 @@ def unfinished_checkpoint(cfg_path, work_dir, cfg_options=()):
     if not (osp.isfile(checkpoint) and osp.isfile(dumped)):
         return None
     same = _what_it_computes(_resolved(cfg_path, cfg_options)) == \
-        _what_it_computes(Config.fromfile(dumped))
+        _what_it_computes(read_config(dumped))
     return checkpoint if same else None
 
 
@@ -239,7 +251,7 @@ def shared_start(cfg_path, work_dir, cfg_options=()):
                     not osp.isfile(checkpoint):
                 continue
             try:
-                ran = Config.fromfile(osp.join(other, dumps[0]))
+                ran = read_config(osp.join(other, dumps[0]))
                 ran_stages = ran.train_cfg.stages
             except Exception:  # not a run's config: not a sibling
                 break
@@ -514,7 +526,7 @@ def config_value(cfg_path: str, key: str):
         has that default.
     """
     from ..structures.stage_plan import STAGE_OPTIONS
-    node = Config.fromfile(cfg_path)
+    node = read_config(cfg_path)
     parts = key.split('.')
     for i, part in enumerate(parts):
         try:
