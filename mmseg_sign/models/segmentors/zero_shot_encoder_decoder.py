@@ -317,14 +317,15 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         """Transfer stage (eq. 8-9), E and SIM frozen.
 
         ``mode='classifier'``: C on real features and on synthetic features
-        ``G(M(ŷ), z ~ N(0, I))`` every iteration.
-        ``latent='posterior'`` feeds G the SIM's z of the batch's real
-        pixels instead of N(0, I) noise (sampled in ``'alternate'``, where
-        the SIM stays in train mode; its mean ``mu`` in ``'classifier'``). ``mode='alternate'`` (the
+        ``G(M(ŷ), z ~ N(0, I))`` every iteration. ``mode='alternate'`` (the
         authors' recipe): blocks of ``block_iters`` iterations alternate
         between (1) G and D training on, and C learning from, real and
         generated seen features (the SIM still samples z) and (2) C on
         synthetic features of sampled label maps only.
+
+        ``latent='posterior'`` feeds G the SIM's z of the batch's real
+        pixels instead of N(0, I) noise (sampled in ``'alternate'``, where
+        the SIM stays in train mode; its mean ``mu`` in ``'classifier'``).
         """
         opts = self.stage_cfg
         head = self.decode_head
