@@ -11,11 +11,16 @@ cd "$(dirname "$0")/../.."
 WORK=${1:-work_dirs/camvid_lite0}; shift || true
 SEEDS=${*:-0 1 2 3 4}
 PY=${PY:-.venv/bin/python}
+# The order the runs start in (two at a time): the two longest first, so
+# that most of a seed finishes within a session; SIGN + ST after SPNet, so
+# that it starts once SIGN (AST) has finished and begins from SIGN's
+# checkpoint at the end of transfer (toy_table's shared start; ~1 h of a
+# core saved per seed).
 CONFIGS=(configs/sign/sign_lite0_camvid-480x360.py
          configs/baselines/zs3net_lite0_camvid-480x360_st.py
-         configs/baselines/cagnet_lite0_camvid-480x360_st.py
+         configs/baselines/spnet_lite0_camvid-480x360.py
          configs/sign/sign_lite0_camvid-480x360_st.py
-         configs/baselines/spnet_lite0_camvid-480x360.py)
+         configs/baselines/cagnet_lite0_camvid-480x360_st.py)
 for s in $SEEDS; do
   echo "[$(date +%T)] seed $s"
   $PY tools/toy_table.py "${CONFIGS[@]}" --data config --seeds "$s" \
