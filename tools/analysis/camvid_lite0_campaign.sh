@@ -21,11 +21,12 @@ CONFIGS=(configs/sign/sign_lite0_camvid-480x360.py
          configs/baselines/spnet_lite0_camvid-480x360.py
          configs/sign/sign_lite0_camvid-480x360_st.py
          configs/baselines/cagnet_lite0_camvid-480x360_st.py)
-for s in $SEEDS; do
-  echo "[$(date +%T)] seed $s"
-  $PY tools/toy_table.py "${CONFIGS[@]}" --data config --seeds "$s" \
-    --jobs 2 --checkpoint-interval 400 --work-dir "$WORK" || echo "[$(date +%T)] seed $s: rc=$?"
-done
+# one call over every seed: toy_table starts the runs seed by seed (all
+# rows of a seed before the next seed's), and a core freed by a seed's
+# short runs takes the next seed's first run instead of waiting
+echo "[$(date +%T)] seeds $SEEDS"
+$PY tools/toy_table.py "${CONFIGS[@]}" --data config --seeds $SEEDS \
+  --jobs 2 --checkpoint-interval 400 --work-dir "$WORK" || echo "[$(date +%T)] rc=$?"
 # the table and the paired differences of issue 48 over the runs stored
 # so far (a seed that some row lacks is left out of that row's pairs)
 $PY tools/toy_table.py "${CONFIGS[@]}" \
