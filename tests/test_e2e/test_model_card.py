@@ -109,8 +109,10 @@ def test_baselines_toy_results_are_the_stored_runs_means():
                                         'metafile.yml')))
     stage = dict(spnet_toy='end', zs3net_toy_st='self_train',
                  cagnet_toy_st='self_train')
+    # the CamVid (Lite0) entries: test_camvid_imagenet_metafile_follows_...
     with_results = {m['Name']: m['Results'][0]['Metrics']
-                    for m in meta['Models'] if 'Results' in m}
+                    for m in meta['Models'] if 'Results' in m
+                    and m['Name'] not in LITE0_SOURCES}
     assert set(with_results) == set(stage)
     for name, metrics in with_results.items():
         assert_means(metrics, [runs[f'{name}/0/{s}'][stage[name]]
