@@ -287,10 +287,14 @@ LITE0_SOURCES = {
 def test_camvid_imagenet_metafile_follows_the_stored_runs():
     """Issue 48's metafile entries get Results once five training seeds of
     their run are kept in docs/toy_runs/camvid_lite0_protocol.json (the
-    protocol's n), and then they are the means over seeds 0-4; before, an
-    entry has none (a number from fewer seeds is quoted in docs/camvid.md
-    only, with its n). A stem's seeds are stored in order (0, 1, ...)."""
+    protocol's n), and then they are the means over seeds 0-4, and the
+    README's model zoo quotes each as seen / unseen / harmonic mean ± 95 %
+    CI; before, an entry has none (a number from fewer seeds is quoted in
+    docs/camvid.md only, with its n). A stem's seeds are stored in order
+    (0, 1, ...)."""
     import json
+    from mmseg_sign.analysis.stats import mean_ci
+    readme = open(osp.join(REPO, 'README.md'), encoding='utf-8').read()
     runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
                                    'camvid_lite0_protocol.json')))
     meta = {}
@@ -310,6 +314,9 @@ def test_camvid_imagenet_metafile_follows_the_stored_runs():
             continue
         (result, ) = meta[name]['Results']
         assert result['Dataset'].startswith('CamVid at 480x360'), name
-        assert_means(result['Metrics'],
-                     [runs[f'{stem}/own/{s}'][stage] for s in range(5)],
-                     name)
+        stored = [runs[f'{stem}/own/{s}'][stage] for s in range(5)]
+        assert_means(result['Metrics'], stored, name)
+        summary = ' / '.join(str(mean_ci([r[k] for r in stored]))
+                             for k in ('mIoU_seen', 'mIoU_unseen', 'hIoU'))
+        assert f'`{meta[name]["Config"]}` | {summary} ' in readme, \
+            (name, summary)
