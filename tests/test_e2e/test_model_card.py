@@ -31,6 +31,14 @@ def assert_means(metrics, stored, name):
         assert metrics[key] == pytest.approx(mean, abs=0.005), (name, key)
 
 
+def zoo_summary(stored):
+    """The README model zoo's cell for runs: seen / unseen / harmonic mIoU,
+    each mean ± 95 % CI."""
+    from mmseg_sign.analysis.stats import mean_ci
+    return ' / '.join(str(mean_ci([r[k] for r in stored]))
+                      for k in ('mIoU_seen', 'mIoU_unseen', 'hIoU'))
+
+
 def test_metafile_entries_exist_and_release_no_weights():
     meta = yaml.safe_load(open(META))
     index = yaml.safe_load(open(osp.join(REPO, 'model-index.yml')))
@@ -110,7 +118,7 @@ def test_baselines_toy_results_are_the_stored_runs_means():
                                         'metafile.yml')))
     stage = dict(spnet_toy='end', zs3net_toy_st='self_train',
                  cagnet_toy_st='self_train')
-    # the CamVid (Lite0) entries: test_camvid_imagenet_metafile_follows_...
+    # the Lite0 entries: test_camvid_imagenet_metafile_follows_the_stored_runs
     with_results = {m['Name']: m['Results'][0]['Metrics']
                     for m in meta['Models'] if 'Results' in m
                     and m['Name'] not in LITE0_SOURCES}
@@ -214,8 +222,7 @@ def test_camvid_imagenet_ceiling_is_the_stored_runs():
     for key in ('mIoU', 'mIoU_seen', 'mIoU_unseen', 'hIoU', *classes):
         quoted = str(mean_ci([e[key] for e in ends]))
         assert f'| {quoted} ' in doc, (key, quoted)
-    summary = ' / '.join(str(mean_ci([e[k] for e in ends])) for k in (
-        'mIoU_seen', 'mIoU_unseen', 'hIoU'))
+    summary = zoo_summary(ends)
     assert summary in readme, summary
 
 
@@ -294,7 +301,6 @@ def test_camvid_imagenet_metafile_follows_the_stored_runs():
     docs/camvid.md only, with its n). A stem's seeds are stored in order
     (0, 1, ...)."""
     import json
-    from mmseg_sign.analysis.stats import mean_ci
     readme = open(osp.join(REPO, 'README.md'), encoding='utf-8').read()
     runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
                                    'camvid_lite0_protocol.json')))
@@ -317,7 +323,6 @@ def test_camvid_imagenet_metafile_follows_the_stored_runs():
         assert result['Dataset'].startswith('CamVid at 480x360'), name
         stored = [runs[f'{stem}/own/{s}'][stage] for s in range(5)]
         assert_means(result['Metrics'], stored, name)
-        summary = ' / '.join(str(mean_ci([r[k] for r in stored]))
-                             for k in ('mIoU_seen', 'mIoU_unseen', 'hIoU'))
+        summary = zoo_summary(stored)
         assert f'`{meta[name]["Config"]}` | {summary} ' in readme, \
             (name, summary)
