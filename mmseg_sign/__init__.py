@@ -18,8 +18,11 @@ register_atomic_local_backend()  # checkpoints written atomically
 # (where the configs are linked under mmseg_sign/.mim by setup.py).
 MODULE2PACKAGE.setdefault('mmseg_sign', 'mmseg_sign.version')
 
-from . import (datasets, embeddings, engine, evaluation, models,  # noqa: E402,F401,E501
-               registry)
-from . import apis  # noqa: E402,F401  (after the registries it uses)
+# isort: off
+# the registries' modules, then the APIs that use them
+from . import datasets, embeddings, engine, evaluation  # noqa: E402,F401
+from . import models, registry  # noqa: E402,F401
+from . import apis  # noqa: E402,F401
+# isort: on
 
 __all__ = ['__version__']

@@ -5,11 +5,10 @@ import json
 import os
 import os.path as osp
 import shutil
-import subprocess
 import sys
 
-import torch
 import tool_server
+import torch
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
@@ -43,14 +42,16 @@ def run_tool(args, cwd, launcher=None, nproc=2, timeout=600, mmseg=False):
     output and raises with it on failure."""
     tool = mmseg_tool(args[0]) if mmseg else osp.join(REPO, 'tools', args[0])
     if launcher == 'pytorch':
-        cmd = [sys.executable, '-m', 'torch.distributed.run',
-               f'--nproc_per_node={nproc}', '--master_port=29631', tool,
-               *args[1:], '--launcher', 'pytorch']
+        cmd = [
+            sys.executable, '-m', 'torch.distributed.run',
+            f'--nproc_per_node={nproc}', '--master_port=29631', tool,
+            *args[1:], '--launcher', 'pytorch'
+        ]
     else:
         cmd = [sys.executable, tool, *args[1:]]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = tool_server.run(cmd, cwd=cwd, env=env, timeout=timeout,
-                           capture_output=True, text=True)
+    proc = tool_server.run(
+        cmd, cwd=cwd, env=env, timeout=timeout, capture_output=True, text=True)
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
         raise AssertionError(f'{" ".join(cmd)} failed:\n{out[-6000:]}')
@@ -77,8 +78,8 @@ def assert_same_weights(got_path, want_path):
     want, got = load_state(str(want_path)), load_state(str(got_path))
     assert set(got) == set(want)
     for key in want:
-        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0,
-                                   msg=key)
+        torch.testing.assert_close(
+            got[key], want[key], rtol=0, atol=0, msg=key)
 
 
 def last_metrics(work_dir):
@@ -89,7 +90,9 @@ def last_metrics(work_dir):
         return json.load(f)
 
 
-def short_plan(train: int, transfer: int, self_train: int,
+def short_plan(train: int,
+               transfer: int,
+               self_train: int,
                transfer_mode: str = "mode='alternate', block_iters=1",
                self_train_mode: str = "mode='AST', temperature=2.0") -> str:
     """Config text: a SIGN plan of ``train + transfer + self_train``

@@ -122,10 +122,12 @@ def _start():
     env = {k: v for k, v in os.environ.items() if k != 'PYTHONWARNINGS'}
     env['OMP_NUM_THREADS'] = '1'  # the server's; each child sets the request's
     _server = subprocess.Popen([sys.executable, '-c', SERVER],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True, env=env,
-                               cwd=osp.dirname(osp.dirname(osp.abspath(
-                                   __file__))))
+                               stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE,
+                               text=True,
+                               env=env,
+                               cwd=osp.dirname(
+                                   osp.dirname(osp.abspath(__file__))))
     if _server.stdout.readline().strip() != 'ready':
         raise RuntimeError('the tool server did not start')
 
@@ -136,16 +138,28 @@ def forkable(cmd):
             and str(cmd[1]).endswith('.py') and osp.isfile(cmd[1]))
 
 
-def run(cmd, cwd=None, env=None, timeout=None, capture_output=False,
-        text=False, check=False, **kwargs):
+def run(cmd,
+        cwd=None,
+        env=None,
+        timeout=None,
+        capture_output=False,
+        text=False,
+        check=False,
+        **kwargs):
     """``subprocess.run`` with the same arguments; ``[sys.executable,
     SCRIPT.py, *args]`` with ``capture_output=True, text=True`` is forked
     from the server, anything else is a real process."""
     if (FRESH or kwargs or not (capture_output and text)
             or not forkable([str(c) for c in cmd])):
-        return subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout,
-                              capture_output=capture_output, text=text,
-                              check=check, **kwargs)
+        return subprocess.run(
+            cmd,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            capture_output=capture_output,
+            text=text,
+            check=check,
+            **kwargs)
     cmd = [str(c) for c in cmd]
     env = dict(os.environ if env is None else env)
     if _server is None or _server.poll() is not None:
@@ -154,9 +168,15 @@ def run(cmd, cwd=None, env=None, timeout=None, capture_output=False,
         out, err = osp.join(tmp, 'out'), osp.join(tmp, 'err')
         for path in (out, err):
             open(path, 'w').close()
-        _server.stdin.write(json.dumps(dict(
-            argv=cmd[1:], cwd=str(cwd or os.getcwd()), env=env, out=out,
-            err=err, timeout=timeout or 1e9)) + '\n')
+        _server.stdin.write(
+            json.dumps(
+                dict(
+                    argv=cmd[1:],
+                    cwd=str(cwd or os.getcwd()),
+                    env=env,
+                    out=out,
+                    err=err,
+                    timeout=timeout or 1e9)) + '\n')
         _server.stdin.flush()
         reply = json.loads(_server.stdout.readline())
         with open(out, errors='replace') as f:

@@ -52,54 +52,84 @@ from mmseg_sign.embeddings.sources import parse_source
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description='Add classes by name to a trained SIGN model')
-    parser.add_argument('config', help='the config the model was trained '
-                        'with')
+    parser.add_argument(
+        'config', help='the config the model was trained '
+        'with')
     parser.add_argument('checkpoint', help='its checkpoint (only read)')
-    parser.add_argument('--classes', nargs='+', required=True,
-                        metavar='NAME', help='the classes to add')
+    parser.add_argument(
+        '--classes',
+        nargs='+',
+        required=True,
+        metavar='NAME',
+        help='the classes to add')
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument(
-        '--source', metavar='PATH[:FORMAT]', action='append',
+        '--source',
+        metavar='PATH[:FORMAT]',
+        action='append',
         help='word-vector sources, as for tools/build_class_embeddings.py '
         '(the same sources, in the same order, as the model\'s table)')
-    src.add_argument('--embeddings', metavar='TABLE.npz',
-                     help='a class-embedding table holding the new names')
-    parser.add_argument('--synonyms', metavar='JSON_FILE',
-                        help='as for tools/build_class_embeddings.py')
+    src.add_argument(
+        '--embeddings',
+        metavar='TABLE.npz',
+        help='a class-embedding table holding the new names')
+    parser.add_argument(
+        '--synonyms',
+        metavar='JSON_FILE',
+        help='as for tools/build_class_embeddings.py')
     parser.add_argument('--no-default-synonyms', action='store_true')
     parser.add_argument('--no-normalize', action='store_true')
     parser.add_argument('--fasttext-oov', action='store_true')
-    parser.add_argument('--out', required=True, metavar='DIR',
-                        help='output directory (config.py, model.pth, '
-                        'class_embeddings.npz); new or empty')
-    parser.add_argument('--force', action='store_true',
-                        help='reuse a non-empty --out: replace the files '
-                        'this tool writes there (and OUT/self_train), keep '
-                        'the rest')
     parser.add_argument(
-        '--iters', type=int, default=None,
+        '--out',
+        required=True,
+        metavar='DIR',
+        help='output directory (config.py, model.pth, '
+        'class_embeddings.npz); new or empty')
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='reuse a non-empty --out: replace the files '
+        'this tool writes there (and OUT/self_train), keep '
+        'the rest')
+    parser.add_argument(
+        '--iters',
+        type=int,
+        default=None,
         help='refit iterations (default: the config\'s transfer stage)')
     parser.add_argument(
-        '--refit', choices=REFIT_MODES, default='classifier',
+        '--refit',
+        choices=REFIT_MODES,
+        default='classifier',
         help="what learns: 'trunk+classifier' (the transfer stage's C "
         "with the shared trunk), 'classifier' (conv_seg: every class's "
         "output), 'new' (the new classes' outputs only; the old classes' "
         'stay exactly as trained)')
-    parser.add_argument('--no-real', action='store_true',
-                        help='refit on generated features only, even if '
-                        'the training data is reachable (and no '
-                        'self-training)')
     parser.add_argument(
-        '--self-train-iters', type=int, default=None, metavar='N',
+        '--no-real',
+        action='store_true',
+        help='refit on generated features only, even if '
+        'the training data is reachable (and no '
+        'self-training)')
+    parser.add_argument(
+        '--self-train-iters',
+        type=int,
+        default=None,
+        metavar='N',
         help="self-training iterations after the refit (default: the "
         "config's self-training stage; 0: none, OUT/self_train.py is "
         'still written)')
-    parser.add_argument('--regrow', action='store_true',
-                        help='grow a model that add_classes already grew')
+    parser.add_argument(
+        '--regrow',
+        action='store_true',
+        help='grow a model that add_classes already grew')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--device', default='cpu')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override settings of the config')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override settings of the config')
     return parser.parse_args(argv)
 
 
@@ -107,17 +137,26 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         model, cfg = add_classes(
-            args.config, args.checkpoint, args.classes,
+            args.config,
+            args.checkpoint,
+            args.classes,
             vectors=args.embeddings,
-            source=None if args.source is None else [
-                parse_source(s) for s in args.source],
-            synonyms=args.synonyms, normalize=not args.no_normalize,
+            source=None
+            if args.source is None else [parse_source(s) for s in args.source],
+            synonyms=args.synonyms,
+            normalize=not args.no_normalize,
             use_default_synonyms=not args.no_default_synonyms,
-            fasttext_oov=args.fasttext_oov, refit=args.refit,
-            iters=args.iters, real=not args.no_real,
-            self_train_iters=args.self_train_iters, work_dir=args.out,
-            force=args.force, seed=args.seed, device=args.device,
-            cfg_options=args.cfg_options, regrow=args.regrow)
+            fasttext_oov=args.fasttext_oov,
+            refit=args.refit,
+            iters=args.iters,
+            real=not args.no_real,
+            self_train_iters=args.self_train_iters,
+            work_dir=args.out,
+            force=args.force,
+            seed=args.seed,
+            device=args.device,
+            cfg_options=args.cfg_options,
+            regrow=args.regrow)
         save_grown(model, cfg, args.out, force=args.force)
     except AddClassesError as err:
         sys.exit(f'error: {err}')

@@ -30,6 +30,7 @@ from mmseg_sign.embeddings.sources import (  # noqa: F401 (the tool's API)
     DATASETS, dataset_classes, parse_source, read_class_file, read_synonyms)
 from mmseg_sign.utils.atomic import check_output_file
 
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description='Build a class-embedding table from word vectors '
@@ -89,10 +90,13 @@ def main(argv=None):
     args = parse_args(argv)
     sources = [parse_source(spec) for spec in args.source]
     try:  # never onto what it reads (a word-vector file, the class list)
-        check_output_file(args.out, {
-            **{f'source {s["path"]}': s['path'] for s in sources},
-            'class list': args.classes, 'synonyms file': args.synonyms,
-            'CLIP templates file': args.clip_templates}, 'classes.npz')
+        check_output_file(
+            args.out, {
+                **{f'source {s["path"]}': s['path']
+                   for s in sources}, 'class list': args.classes,
+                'synonyms file': args.synonyms,
+                'CLIP templates file': args.clip_templates
+            }, 'classes.npz')
     except ValueError as err:
         sys.exit(f'error: {err}')
     try:

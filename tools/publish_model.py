@@ -46,7 +46,8 @@ def parse_args(argv=None):
     parser.add_argument('in_file', help='input checkpoint filename')
     parser.add_argument('out_file', help='output checkpoint filename')
     parser.add_argument(
-        '--no-hash', action='store_true',
+        '--no-hash',
+        action='store_true',
         help='write OUT as given, without the -<sha256[:8]> suffix')
     return parser.parse_args(argv)
 

@@ -13,16 +13,15 @@ from mmengine.config import Config
 from mmseg.registry import RUNNERS
 
 from mmseg_sign.apis.grown_config import check_lists_classes
-from mmseg_sign.engine.runner import ConfigGuardRunner
 from mmseg_sign.engine.hooks import (CheckpointMismatchError,
                                      StrictCheckpointHook)
-from mmseg_sign.utils import (UnreadableCheckpointError,
-                              UnsafeCheckpointError, use_gloo_without_cuda)
+from mmseg_sign.engine.runner import ConfigGuardRunner
+from mmseg_sign.utils import (UnreadableCheckpointError, UnsafeCheckpointError,
+                              use_gloo_without_cuda)
 from mmseg_sign.utils.atomic import check_output_dir, dataset_folders
 from mmseg_sign.utils.cli import (add_runner_args, merge_cfg_options,
                                   parse_runner_args)
-from mmseg_sign.utils.work_dir_lock import (check_config_dump,
-                                           check_work_dir)
+from mmseg_sign.utils.work_dir_lock import check_config_dump, check_work_dir
 
 
 # TODO: support fuse_conv_bn, visualization, and format_only
@@ -90,9 +89,10 @@ def main():
     args = parse_args()
     if '://' not in args.checkpoint and not osp.isfile(args.checkpoint):
         raise SystemExit(
-            f'tools/test.py: error: the checkpoint {args.checkpoint} '
-            + ('is a directory' if osp.isdir(args.checkpoint) else
-               'does not exist') + '; give a checkpoint file, e.g. '
+            f'tools/test.py: error: the checkpoint {args.checkpoint} ' +
+            ('is a directory' if osp.isdir(args.checkpoint
+                                           ) else 'does not exist') +
+            '; give a checkpoint file, e.g. '
             'WORK_DIR/iter_N.pth.')
 
     # load config
@@ -135,8 +135,9 @@ def main():
                          (args.show_dir, 'work_dirs/vis')):
         if out:
             try:
-                check_output_dir(out, dataset_folders(
-                    cfg.test_dataloader.get('dataset')), example)
+                check_output_dir(
+                    out, dataset_folders(cfg.test_dataloader.get('dataset')),
+                    example)
             except ValueError as err:
                 raise SystemExit(f'tools/test.py: error: {err}') from None
 
@@ -154,7 +155,8 @@ def main():
         runner = RUNNERS.build(cfg)
     runner.register_hook(  # always: ResumeCheckHook would add a strict one
         StrictCheckpointHook(
-            args.checkpoint, args.config,
+            args.checkpoint,
+            args.config,
             check_weights=not args.lenient_load,
             check_split=not args.allow_split_change),
         priority='LOWEST')

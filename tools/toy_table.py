@@ -22,9 +22,10 @@ run's folder and its entry to train it again). A run left unfinished (a
 killed command, a machine gone) continues from its last checkpoint
 (``--resume``) when the config it dumped is the one it would run now (its
 result then says ``resumed_from`` and its ``seconds`` are the last
-attempt's); otherwise it trains again from scratch. A run whose first stages another run of the table
-ran alike (the same config, options, data and seed up to their end: SIGN
-+ ST and SIGN + AST share train and transfer) starts from that run's
+attempt's); otherwise it trains again from scratch. A run whose first
+stages another run of the table ran alike (the same config, options, data
+and seed up to their end: SIGN + ST and SIGN + AST share train and
+transfer) starts from that run's
 checkpoint at their end (``started_from``; the shared stages' results are
 the other run's, exactly what training them again gives); ``s per run``
 averages the runs trained whole. ``--checkpoint-interval
@@ -85,77 +86,121 @@ from pathlib import Path
 
 from mmengine.config import Config
 
-from mmseg_sign.utils.atomic import (atomic_write, check_output_dir,
-                                     check_output_file)
 from mmseg_sign.analysis.stats import parse_seeds
-from mmseg_sign.analysis.toy_markdown import (KEYS, comparison, table,
-                                           table_by_data_seed)
 from mmseg_sign.analysis.toy_data import check_toy_data
+from mmseg_sign.analysis.toy_markdown import (KEYS, comparison, table,
+                                              table_by_data_seed)
+from mmseg_sign.analysis.toy_report import draw_comparison, plot_sweep
 from mmseg_sign.analysis.toy_results import adopt_finished_runs, read_results
 from mmseg_sign.analysis.toy_table import (OWN_DATA, TOY_VAL_SIZE,
-                                        config_value, foreign_runs,
-                                        row_stem, run_dir_name, stage_ends,
-                                        sweep_points, train_runs)
-from mmseg_sign.analysis.toy_report import draw_comparison, plot_sweep
+                                           config_value, foreign_runs,
+                                           row_stem, run_dir_name, stage_ends,
+                                           sweep_points, train_runs)
+from mmseg_sign.utils.atomic import (atomic_write, check_output_dir,
+                                     check_output_file)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('configs', nargs='+')
     parser.add_argument(
-        '--seeds', nargs='+', default=None, metavar='SEEDS',
+        '--seeds',
+        nargs='+',
+        default=None,
+        metavar='SEEDS',
         help='training seeds or ranges, e.g. 0-9 (default: 0-9 on the toy, '
         '0-4 with --data config)')
-    parser.add_argument('--data-seeds', nargs='+', default=None,
-                        metavar='SEEDS', help='toy data seeds (default 0)')
     parser.add_argument(
-        '--compare', nargs=2, action='append', default=[],
-        metavar=('A', 'B'), help='paired difference of rows A and B '
+        '--data-seeds',
+        nargs='+',
+        default=None,
+        metavar='SEEDS',
+        help='toy data seeds (default 0)')
+    parser.add_argument(
+        '--compare',
+        nargs=2,
+        action='append',
+        default=[],
+        metavar=('A', 'B'),
+        help='paired difference of rows A and B '
         '(labels; repeatable)')
     parser.add_argument(
-        '--seed-key', default='randomness.seed', metavar='KEY',
+        '--seed-key',
+        default='randomness.seed',
+        metavar='KEY',
         help="the config key each run's seed sets (default randomness.seed;"
         ' another needs --tag)')
     parser.add_argument(
-        '--data', choices=['toy', 'config'], default='toy',
+        '--data',
+        choices=['toy', 'config'],
+        default='toy',
         help="toy: the built-in toy data of each --data-seeds (default); "
         "config: the configs' own data and class embeddings (e.g. "
         'CamVid, docs/camvid.md)')
-    parser.add_argument('--rows', nargs='+', default=None,
-                        help='LABEL=STEM@STAGE, in table order')
-    parser.add_argument('--amp-dtype', choices=['float16', 'bfloat16'],
-                        help="tools/train.py's --amp-dtype")
-    parser.add_argument('--cfg-options', nargs='+', default=[],
-                        metavar='KEY=VALUE', help='for every run')
-    parser.add_argument('--tag', default=None,
-                        help='runs are named STEM+TAG (with --cfg-options)')
-    parser.add_argument('--sweep', default=None, metavar='KEY=V1,V2,...',
-                        help='each config at each value of KEY')
-    parser.add_argument('--plot', default=None, metavar='PNG',
-                        help='with --sweep: mIoU against the value')
-    parser.add_argument('--jobs', type=int, default=1,
-                        help='runs trained at once')
     parser.add_argument(
-        '--checkpoint-interval', type=int, default=None, metavar='N',
+        '--rows',
+        nargs='+',
+        default=None,
+        help='LABEL=STEM@STAGE, in table order')
+    parser.add_argument(
+        '--amp-dtype',
+        choices=['float16', 'bfloat16'],
+        help="tools/train.py's --amp-dtype")
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        default=[],
+        metavar='KEY=VALUE',
+        help='for every run')
+    parser.add_argument(
+        '--tag',
+        default=None,
+        help='runs are named STEM+TAG (with --cfg-options)')
+    parser.add_argument(
+        '--sweep',
+        default=None,
+        metavar='KEY=V1,V2,...',
+        help='each config at each value of KEY')
+    parser.add_argument(
+        '--plot',
+        default=None,
+        metavar='PNG',
+        help='with --sweep: mIoU against the value')
+    parser.add_argument(
+        '--jobs', type=int, default=1, help='runs trained at once')
+    parser.add_argument(
+        '--checkpoint-interval',
+        type=int,
+        default=None,
+        metavar='N',
         help="a checkpoint every N iterations instead of the config's: a "
         'killed run continues from there (not part of a run\'s key)')
     parser.add_argument(
-        '--report-only', action='store_true',
+        '--report-only',
+        action='store_true',
         help='train nothing: the table of the stored runs (each row over '
         'the runs it has, e.g. baselines over 1 seed, SIGN over 3)')
-    parser.add_argument('--metric', default='hIoU', choices=KEYS,
-                        help='of the per-data-seed table')
+    parser.add_argument(
+        '--metric',
+        default='hIoU',
+        choices=KEYS,
+        help='of the per-data-seed table')
     parser.add_argument('--work-dir', default='work_dirs/toy_table')
     parser.add_argument('--out', default=None, help='also write the table')
-    parser.add_argument('--picture', default=None, metavar='PNG',
-                        help="each config's final predictions on the first "
-                        'test images (first data seed and seed)')
+    parser.add_argument(
+        '--picture',
+        default=None,
+        metavar='PNG',
+        help="each config's final predictions on the first "
+        'test images (first data seed and seed)')
     args = parser.parse_args()
     try:
         for name in ('seeds', 'data_seeds'):
             if getattr(args, name) is not None:
-                setattr(args, name, [s for item in getattr(args, name)
-                                     for s in parse_seeds(item)])
+                setattr(args, name, [
+                    s for item in getattr(args, name)
+                    for s in parse_seeds(item)
+                ])
     except ValueError as err:
         parser.error(str(err))
     if args.seeds is None:
@@ -175,8 +220,8 @@ def main():
         args.data_seeds = [0]
     if args.jobs < 1:
         parser.error(f'--jobs must be >= 1, got {args.jobs}.')
-    for what, values in (('--seeds', args.seeds),
-                         ('--data-seeds', args.data_seeds),
+    for what, values in (('--seeds', args.seeds), ('--data-seeds',
+                                                   args.data_seeds),
                          ('configs', [osp.realpath(c) for c in args.configs])):
         twice = sorted({str(v) for v in values if values.count(v) > 1})
         if twice:  # the same run twice (two jobs would train it at once)
@@ -184,8 +229,7 @@ def main():
     bad = [s for s in args.seeds + args.data_seeds if s != OWN_DATA and s < 0]
     if bad:
         parser.error(f'--seeds / --data-seeds must be >= 0, got {bad}.')
-    if args.tag is not None and not re.fullmatch(r'[A-Za-z0-9._-]+',
-                                                 args.tag):
+    if args.tag is not None and not re.fullmatch(r'[A-Za-z0-9._-]+', args.tag):
         parser.error(f'--tag {args.tag!r}: it names run folders, so '
                      'letters, digits, ".", "_" and "-" only.')
     if args.sweep and args.tag or args.plot and not args.sweep:
@@ -203,15 +247,16 @@ def main():
     # (config, value, tag, its --cfg-options): one per config, or per
     # config and swept value
     try:
-        points = sweep_points(args.sweep) if args.sweep else [
-            (None, args.tag, [])]
+        points = sweep_points(args.sweep) if args.sweep else [(None, args.tag,
+                                                               [])]
     except ValueError as e:
         parser.error(str(e))
     variants = [(c, *point) for c in args.configs for point in points]
     if args.data == 'toy':  # the toy data replaces each config's data root
-        other = [c for c in args.configs
-                 if config_value(c, 'train_dataloader.dataset.type') !=
-                 'ZeroShotToyDataset']
+        other = [
+            c for c in args.configs if config_value(
+                c, 'train_dataloader.dataset.type') != 'ZeroShotToyDataset'
+        ]
         if other:
             parser.error(
                 f'{", ".join(other)}: not trained on the toy data (its '
@@ -220,24 +265,33 @@ def main():
                 'with --data config.')
     wd = osp.abspath(args.work_dir)
     path = osp.join(wd, 'results.json')
+    run_names = [
+        run_dir_name(stem_of(c, t), d, s) for c, _, t, _ in variants
+        for d in args.data_seeds for s in args.seeds
+    ]
     for out, example in ((args.out, 'table.md'), (args.plot, 'curve.png'),
                          (args.picture, 'predictions.png')):
         if out:  # never onto what the command reads or keeps
             try:
-                check_output_file(out, {
-                    **{f'config {c}': c for c in args.configs},
-                    'results file': path}, example)
+                check_output_file(
+                    out, {
+                        **{f'config {c}': c
+                           for c in args.configs}, 'results file': path
+                    }, example)
                 # nor into the folders the runs read or create: the toy
                 # data they train on and the runs' own folders
-                check_output_dir(out, {
-                    **{f'toy data folder of data seed {d}':
-                       osp.join(wd, f'data{d}')
-                       for d in args.data_seeds if d != OWN_DATA},
-                    **{f'run folder {run_dir_name(stem_of(c, t), d, s)}':
-                       osp.join(wd, run_dir_name(stem_of(c, t), d, s))
-                       for c, _, t, _ in variants
-                       for d in args.data_seeds for s in args.seeds}},
-                    example)
+                check_output_dir(
+                    out, {
+                        **{
+                            f'toy data folder of data seed {d}': osp.join(
+                                wd, f'data{d}')
+                            for d in args.data_seeds if d != OWN_DATA
+                        },
+                        **{
+                            f'run folder {name}': osp.join(wd, name)
+                            for name in run_names
+                        }
+                    }, example)
             except ValueError as err:
                 parser.error(str(err))
     if not args.report_only:  # a data{SEED}/ made before: of that seed
@@ -256,8 +310,10 @@ def main():
     except (OSError, ValueError) as err:
         parser.error(str(err))
     if adopted:  # trained before, but the results file was not written
-        print(f'stored the finished runs {adopted} (their results were '
-              f'kept beside them) in {path}', flush=True)
+        print(
+            f'stored the finished runs {adopted} (their results were '
+            f'kept beside them) in {path}',
+            flush=True)
     # checked before anything trains: what the command names exists, and
     # no stored run under a name it uses ran something else
     if args.sweep:
@@ -275,43 +331,49 @@ def main():
             'another config or other --cfg-options: ' + ', '.join(foreign) +
             '. Give these runs a --tag, or use another --work-dir.')
     if args.rows:
-        stages = {stem_of(c, tag): list(stage_ends(c))
-                  for c, _, tag, _ in variants}
+        stages = {
+            stem_of(c, tag): list(stage_ends(c))
+            for c, _, tag, _ in variants
+        }
         rows = {}
         for spec in args.rows:
             label, _, target = spec.rpartition('=')
             stem, _, stage = target.partition('@')
             known = stages.get(stem) or next(  # or a run stored before
                 (sorted(set(r) & {'train', 'transfer', 'self_train', 'end'})
-                 for n, r in results.items() if n.split('/')[0] == stem),
-                None)
+                 for n, r in results.items() if n.split('/')[0] == stem), None)
             if known is None or stage not in known:
-                parser.error(
-                    f'--rows {spec!r}: ' + (
-                        f'no run named {stem!r} (this command trains '
-                        f'{sorted(stages)})' if known is None else
-                        f'{stem} has no stage {stage!r} (its stages: '
-                        f'{known})') + '.')
+                parser.error(f'--rows {spec!r}: ' +
+                             (f'no run named {stem!r} (this command trains '
+                              f'{sorted(stages)})' if known is None else
+                              f'{stem} has no stage {stage!r} (its stages: '
+                              f'{known})') + '.')
             if (label or target) in rows:
                 parser.error(f'--rows: the label {label or target!r} is '
                              'given twice (a table row each); name them '
                              'apart.')
             rows[label or target] = (stem, stage)
     elif args.sweep:  # the last stage at each value
-        rows = {f'{stem_of(c)}@{list(stage_ends(c))[-1]} {leaf}={value:g}':
-                (stem_of(c, tag), list(stage_ends(c))[-1])
-                for c, value, tag, _ in variants}
+        rows = {
+            f'{stem_of(c)}@{list(stage_ends(c))[-1]} {leaf}={value:g}':
+            (stem_of(c, tag), list(stage_ends(c))[-1])
+            for c, value, tag, _ in variants
+        }
     else:
-        rows = {f'{stem_of(c)}@{s}': (stem_of(c), s) for c in args.configs
-                for s in stage_ends(c)}
+        rows = {
+            f'{stem_of(c)}@{s}': (stem_of(c), s)
+            for c in args.configs for s in stage_ends(c)
+        }
     for pair in args.compare:
         unknown = [label for label in pair if label not in rows]
         if unknown:
             parser.error(f'--compare {" ".join(map(repr, pair))}: no row '
                          f'{unknown[0]!r}; the rows are {list(rows)} (name '
                          "them with --rows LABEL=STEM@STAGE).")
-    todo = [r for r in runs
-            if f'{stem_of(r[0], r[1])}/{r[3]}/{r[4]}' not in results]
+    todo = [
+        r for r in runs
+        if f'{stem_of(r[0], r[1])}/{r[3]}/{r[4]}' not in results
+    ]
     if args.report_only:
         if runs and len(todo) == len(runs):
             parser.error(
@@ -325,44 +387,51 @@ def main():
         raise SystemExit('\n'.join(['runs failed:', *failed]))
     lines = table(results, rows, args.data_seeds, args.seeds)
     if len(args.data_seeds) > 1:
-        lines += ['', f'{args.metric} per toy data seed (mean ± 95 % CI over '
-                  'the training seeds):', '', *table_by_data_seed(
-                      results, rows, args.data_seeds, args.seeds,
-                      args.metric)]
+        lines += [
+            '', f'{args.metric} per toy data seed (mean ± 95 % CI over '
+            'the training seeds):', '', *table_by_data_seed(
+                results, rows, args.data_seeds, args.seeds, args.metric)
+        ]
     if args.compare:
-        lines += ['', 'Paired differences (the same data seeds and training '
-                  'seeds; 95 % CI, Student\'s t):', '', *comparison(
-                      results, rows, args.compare, args.data_seeds,
-                      args.seeds, 'the runs say' if args.data == 'config'
-                      else 'the toy says')]
+        lines += [
+            '', 'Paired differences (the same data seeds and training '
+            'seeds; 95 % CI, Student\'s t):', '', *comparison(
+                results, rows, args.compare, args.data_seeds, args.seeds,
+                'the runs say' if args.data == 'config' else 'the toy says')
+        ]
     if args.picture:
         labels = {target: label for label, target in rows.items()}
         models = []
         for cfg_path in args.configs:
             stem = stem_of(cfg_path)
             last = list(stage_ends(cfg_path))[-1]
-            run_dir = osp.join(wd, run_dir_name(stem, args.data_seeds[0],
-                                                args.seeds[0]))
+            run_dir = osp.join(
+                wd, run_dir_name(stem, args.data_seeds[0], args.seeds[0]))
             cfg = Config.fromfile(osp.join(run_dir, osp.basename(cfg_path)))
             with open(osp.join(run_dir, 'last_checkpoint')) as f:
-                models.append((labels.get((stem, last), stem), cfg,
-                               f.read().strip()))
+                models.append((labels.get((stem, last),
+                                          stem), cfg, f.read().strip()))
         draw_comparison(models, models[0][1], args.picture)
     if args.plot:
         wanted = {f'{d}/{s}' for d in args.data_seeds for s in args.seeds}
         curves = {}
         for c, value, tag, _ in variants:
             stage = list(stage_ends(c))[-1]
-            runs = [r for k, r in results.items() if k.split('/', 1) in (
-                [stem_of(c, tag), w] for w in wanted)]
+            runs = [
+                r for k, r in results.items()
+                if k.split('/', 1) in ([stem_of(c, tag), w] for w in wanted)
+            ]
             for metric, name in zip(KEYS, ('seen', 'unseen', 'harmonic')):
                 label = f'{name} mIoU' + (f' ({stem_of(c)})'
                                           if len(args.configs) > 1 else '')
-                curves.setdefault(label, {})[value] = [
-                    r[stage][metric] for r in runs]
+                curves.setdefault(
+                    label, {})[value] = [r[stage][metric] for r in runs]
         own = config_value(args.configs[0], key)
-        plot_sweep(curves, leaf, args.plot,
-                   marks=[(own, f'config: {own}')] if own else ())
+        plot_sweep(
+            curves,
+            leaf,
+            args.plot,
+            marks=[(own, f'config: {own}')] if own else ())
     print('\n'.join(lines))
     if args.out:
         text = '\n'.join(lines) + '\n'

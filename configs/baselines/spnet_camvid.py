@@ -21,8 +21,13 @@ optim_wrapper = dict(
     clip_grad=dict(max_norm=10.0),
     paramwise_cfg=dict(_delete_=True))
 param_scheduler = [
-    dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=iters,
-         by_epoch=False)
+    dict(
+        type='PolyLR',
+        power=0.9,
+        eta_min=1e-4,
+        begin=0,
+        end=iters,
+        by_epoch=False)
 ]
 train_cfg = dict(max_iters=iters, val_interval=iters)
 default_hooks = dict(

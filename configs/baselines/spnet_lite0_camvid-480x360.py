@@ -9,6 +9,7 @@ _base_ = [
     '../_base_/datasets/camvid_zs_480x360.py',
     'mmseg::_base_/default_runtime.py',
     '../_base_/schedules/spnet_46k.py',
+    '../_base_/schedules/lite0_adamw_poly.py',
 ]
 custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
@@ -21,15 +22,9 @@ model = dict(
             class_weight=_base_.class_weight)))
 iters = 1600
 optim_wrapper = dict(
-    optimizer=dict(
-        _delete_=True, type='AdamW', lr=1e-3, betas=(0.9, 0.999),
-        weight_decay=0.01),
-    paramwise_cfg=dict(
-        _delete_=True, custom_keys={'backbone': dict(lr_mult=0.1)}))
-param_scheduler = [
-    dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=iters,
-         by_epoch=False)
-]
+    optimizer=dict(_base_.lite0_optimizer, _delete_=True),
+    paramwise_cfg=dict(_base_.lite0_paramwise_cfg, _delete_=True))
+param_scheduler = [dict(_base_.lite0_poly, end=iters)]
 train_cfg = dict(max_iters=iters, val_interval=iters)
 default_hooks = dict(
     logger=dict(interval=50),

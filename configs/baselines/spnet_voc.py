@@ -1,4 +1,5 @@
-# SPNet (Xian et al., CVPR 2019) on Pascal VOC (15 seen / 5 unseen), DeepLab-v2 R101,
+# SPNet (Xian et al., CVPR 2019) on Pascal VOC (15 seen / 5 unseen),
+# DeepLab-v2 R101,
 # the class embeddings of configs/sign/sign_voc.py. Calibrated stacking:
 # test_evaluator.calibration_sweep.
 _base_ = [

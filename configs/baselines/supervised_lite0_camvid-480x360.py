@@ -15,6 +15,7 @@ _base_ = [
     '../_base_/datasets/camvid_zs_480x360.py',
     'mmseg::_base_/default_runtime.py',
     '../_base_/schedules/spnet_46k.py',
+    '../_base_/schedules/lite0_adamw_poly.py',
 ]
 custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
@@ -28,19 +29,12 @@ model = dict(
             class_weight=_base_.class_weight)))
 iters = 1200
 optim_wrapper = dict(
-    optimizer=dict(
-        _delete_=True, type='AdamW', lr=1e-3, betas=(0.9, 0.999),
-        weight_decay=0.01),
+    optimizer=dict(_base_.lite0_optimizer, _delete_=True),
     clip_grad=None,
-    # the pretrained backbone at a tenth of the decoder's rate
-    paramwise_cfg=dict(
-        _delete_=True, custom_keys={'backbone': dict(lr_mult=0.1)}))
+    paramwise_cfg=dict(_base_.lite0_paramwise_cfg, _delete_=True))
 # poly to 1e-4: the decoder's rate falls from 1e-3 to 1e-4, the backbone's
 # stays at 1e-4 (as measured on the held-out photographs)
-param_scheduler = [
-    dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=iters,
-         by_epoch=False)
-]
+param_scheduler = [dict(_base_.lite0_poly, end=iters)]
 train_cfg = dict(max_iters=iters, val_interval=iters)
 # every class seen in training (no pixel masked); validation keeps the
 # zero-shot split for the table's columns
@@ -56,12 +50,13 @@ train_dataloader = dict(
 # the splits differ on purpose: no ClassSplitHook (it would refuse them)
 default_hooks = dict(
     _delete_=True,
-    **{k: v
-       for k, v in _base_.default_hooks.items()
-       if k not in ('sign_split', 'logger', 'checkpoint', 'visualization')},
+    **{
+        k: v
+        for k, v in _base_.default_hooks.items()
+        if k not in ('sign_split', 'logger', 'checkpoint', 'visualization')
+    },
     logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
     checkpoint=dict(
-        type='CheckpointHook', by_epoch=False, interval=iters,
-        save_last=True),
+        type='CheckpointHook', by_epoch=False, interval=iters, save_last=True),
     visualization=dict(type='SegVisualizationHook', interval=5))
 randomness = dict(seed=0)

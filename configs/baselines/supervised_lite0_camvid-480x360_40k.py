@@ -7,8 +7,7 @@ _base_ = ['./supervised_lite0_camvid-480x360.py']
 iters = 40000
 crop_size = (352, 352)
 model = dict(
-    data_preprocessor=dict(size=crop_size),
-    backbone=dict(frozen_stages=-1))
+    data_preprocessor=dict(size=crop_size), backbone=dict(frozen_stages=-1))
 train_dataloader = dict(
     dataset=dict(pipeline=[
         dict(t, crop_size=crop_size) if t.type == 'RandomCrop' else t

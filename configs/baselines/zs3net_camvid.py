@@ -1,4 +1,5 @@
-# ZS3Net (Bucher et al., NeurIPS 2019; paper Table 1) on CamVid (docs/camvid.md): the
+# ZS3Net (Bucher et al., NeurIPS 2019; paper Table 1)
+# on CamVid (docs/camvid.md): the
 # ZS3Net model base (zs3net_r18-tiny_toy.py: E of SIGN's model with Gaussian
 # noise as the latent, a GMMN generator, no discriminator) on SIGN's
 # dataset and schedule (configs/sign/sign_camvid.py), its transfer stage
@@ -19,6 +20,10 @@ model = dict(
 randomness = dict(seed=0)
 train_cfg = dict(stages=[
     _base_.train_cfg.stages[0],
-    dict(name='transfer', iters=_base_.train_cfg.stages[1].iters,
-         mode='classifier', real_weight=1.0, synth_weight=1.0),
+    dict(
+        name='transfer',
+        iters=_base_.train_cfg.stages[1].iters,
+        mode='classifier',
+        real_weight=1.0,
+        synth_weight=1.0),
 ])

@@ -13,12 +13,15 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
 model = dict(
     data_preprocessor=dict(size={{_base_.crop_size}}),
-    decode_head=dict(
-        _base_.head_classes,
-        gen_unseen_rate=59))  # unseen share of sampled labels: 15·60/1056 = 85 %
+    decode_head=dict(_base_.head_classes, gen_unseen_rate=59)
+)  # unseen share of sampled labels: 15·60/1056 = 85 %
 log_processor = dict(by_epoch=False)
 train_cfg = dict(stages=[
     _base_.train_cfg.stages[0],
-    dict(name='transfer', iters=_base_.train_cfg.stages[1].iters,
-         mode='classifier', real_weight=1.0, synth_weight=1.0),
+    dict(
+        name='transfer',
+        iters=_base_.train_cfg.stages[1].iters,
+        mode='classifier',
+        real_weight=1.0,
+        synth_weight=1.0),
 ])

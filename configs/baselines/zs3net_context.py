@@ -19,6 +19,10 @@ model = dict(
 log_processor = dict(by_epoch=False)
 train_cfg = dict(stages=[
     _base_.train_cfg.stages[0],
-    dict(name='transfer', iters=_base_.train_cfg.stages[1].iters,
-         mode='classifier', real_weight=1.0, synth_weight=1.0),
+    dict(
+        name='transfer',
+        iters=_base_.train_cfg.stages[1].iters,
+        mode='classifier',
+        real_weight=1.0,
+        synth_weight=1.0),
 ])

@@ -23,6 +23,10 @@ model = dict(
 randomness = dict(seed=0)
 train_cfg = dict(stages=[
     _base_.train_cfg.stages[0],
-    dict(name='transfer', iters=_base_.train_cfg.stages[1].iters,
-         mode='classifier', real_weight=1.0, synth_weight=1.0),
+    dict(
+        name='transfer',
+        iters=_base_.train_cfg.stages[1].iters,
+        mode='classifier',
+        real_weight=1.0,
+        synth_weight=1.0),
 ])

@@ -23,14 +23,19 @@ unseen_classes = [
 ]
 # `type` replaces the base's 'ADE20KDataset'; data_root, data_prefix and
 # pipeline of the base's dataset dicts are kept
-zero_shot = dict(type='ZeroShotDataset', dataset_type='ADE20KDataset',
-                 unseen_classes=unseen_classes)
+zero_shot = dict(
+    type='ZeroShotDataset',
+    dataset_type='ADE20KDataset',
+    unseen_classes=unseen_classes)
 train_pipeline = [  # the base's, with the unseen pixels ignored
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations', reduce_zero_label=True),
     dict(type='MaskUnseenClasses'),
-    dict(type='RandomResize', scale=(2048, 512), ratio_range=(0.5, 2.0),
-         keep_ratio=True),
+    dict(
+        type='RandomResize',
+        scale=(2048, 512),
+        ratio_range=(0.5, 2.0),
+        keep_ratio=True),
     dict(type='RandomCrop', crop_size=(512, 512), cat_max_ratio=0.75),
     dict(type='RandomFlip', prob=0.5),
     dict(type='PhotoMetricDistortion'),

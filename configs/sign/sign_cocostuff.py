@@ -14,8 +14,6 @@ custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
 model = dict(
     data_preprocessor=dict(size={{_base_.crop_size}}),
-    decode_head=dict(
-        _base_.head_classes,
-        gen_unseen_rate=59))  # unseen share of sampled labels: 15·60/1056 = 85 %
+    decode_head=dict(_base_.head_classes, gen_unseen_rate=59)
+)  # unseen share of sampled labels: 15·60/1056 = 85 %
 log_processor = dict(by_epoch=False)
-

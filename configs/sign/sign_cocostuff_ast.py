@@ -3,6 +3,9 @@ _base_ = ['./sign_cocostuff.py']
 
 train_cfg = dict(stages=[
     *_base_.train_cfg.stages,
-    dict(name='self_train', iters=_base_.self_train_iters, mode='AST',
-         temperature=2.0),
+    dict(
+        name='self_train',
+        iters=_base_.self_train_iters,
+        mode='AST',
+        temperature=2.0),
 ])

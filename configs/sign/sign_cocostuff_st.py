@@ -4,6 +4,9 @@ _base_ = ['./sign_cocostuff.py']
 
 train_cfg = dict(stages=[
     *_base_.train_cfg.stages,
-    dict(name='self_train', iters=_base_.self_train_iters, mode='ST',
-         top_p=75.0),
+    dict(
+        name='self_train',
+        iters=_base_.self_train_iters,
+        mode='ST',
+        top_p=75.0),
 ])

@@ -18,4 +18,3 @@ model = dict(
         _base_.head_classes,
         gen_unseen_rate=14))  # unseen share of sampled labels: 4·15/89 = 67 %
 log_processor = dict(by_epoch=False)
-

@@ -4,6 +4,9 @@ _base_ = ['./sign_lite0_camvid-480x360.py']
 
 train_cfg = dict(stages=[
     *_base_.train_cfg.stages[:2],
-    dict(name='self_train', iters=_base_.self_train_iters, mode='ST',
-         top_p=75.0),
+    dict(
+        name='self_train',
+        iters=_base_.self_train_iters,
+        mode='ST',
+        top_p=75.0),
 ])

@@ -25,5 +25,4 @@ _base_ = ['./sign_toy.py']
 
 model = dict(
     decode_head=dict(
-        class_embeddings='data/toy/class_embeddings_clip.npz',
-        embed_dim=512))
+        class_embeddings='data/toy/class_embeddings_clip.npz', embed_dim=512))

@@ -20,8 +20,11 @@ test_pipeline = [
     dict(type='LoadAnnotations'),
     # the authors' label path: nearest to 513x513 with the image, then to
     # 65x65 (label_via_warp=False: one nearest resize from the original)
-    dict(type='PaperEvalResize', scale=513, output_stride=8,
-         label_via_warp=True),
+    dict(
+        type='PaperEvalResize',
+        scale=513,
+        output_stride=8,
+        label_via_warp=True),
     dict(type='CheckSegLabels'),
     dict(type='PackSegInputs'),
 ]

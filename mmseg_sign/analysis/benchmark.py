@@ -12,17 +12,17 @@ import numpy as np
 import torch
 from mmengine.logging import MMLogger
 from mmengine.structures import PixelData
-
-from mmseg.registry import (MODELS, OPTIM_WRAPPER_CONSTRUCTORS,
-                            OPTIM_WRAPPERS)
+from mmseg.registry import MODELS, OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS
 from mmseg.structures import SegDataSample
-from ..structures.stage_plan import StagePlan
+
 from ..embeddings import save_class_embeddings
 from ..engine.amp import wrapper_configs
 from ..models.necks.input_projections import takes_levels
+from ..structures.stage_plan import StagePlan
 from .op_audit import count_iteration
 
 GIB = 2**30
+
 
 class PeakMemory:
     """Peak CUDA allocation, or peak RSS sampled every 2 ms on CPU."""
@@ -106,10 +106,10 @@ def random_batch(batch_size, size, num_classes, unseen, seed=0):
     inputs, samples = [], []
     seen = torch.tensor([c for c in range(num_classes) if c not in unseen])
     for _ in range(batch_size):
-        inputs.append(torch.randint(0, 256, (3, h, w), generator=g,
-                                    dtype=torch.uint8))
-        label = seen[torch.randint(0, len(seen), (h // 16, w // 16),
-                                   generator=g)]
+        inputs.append(
+            torch.randint(0, 256, (3, h, w), generator=g, dtype=torch.uint8))
+        label = seen[torch.randint(
+            0, len(seen), (h // 16, w // 16), generator=g)]
         label = label.repeat_interleave(16, 0).repeat_interleave(16, 1)
         label[torch.rand(h, w, generator=g) < 0.2] = 255  # void / unseen
         sample = SegDataSample(gt_sem_seg=PixelData(data=label[None]))
@@ -131,11 +131,15 @@ def baseline_model_cfg(sign_model):
     neck, head = sign_model['neck'], sign_model['decode_head']
     proj = neck.get('input_proj', 'aspp')
     if takes_levels(proj):  # e.g. MLPFusion over several levels
-        proj = dict(proj, in_channels=neck['in_channels'],
-                    channels=neck['channels'], in_index=neck['in_index'])
+        proj = dict(
+            proj,
+            in_channels=neck['in_channels'],
+            channels=neck['channels'],
+            in_index=neck['in_index'])
     else:
         proj = dict(
-            type='DeepLabV2ASPP', in_channels=neck['in_channels'],
+            type='DeepLabV2ASPP',
+            in_channels=neck['in_channels'],
             channels=neck['channels'],
             dilations=neck.get('dilations', (6, 12, 18, 24)),
             in_index=neck.get('in_index', -1))
@@ -145,10 +149,15 @@ def baseline_model_cfg(sign_model):
         backbone=sign_model['backbone'],
         neck=proj,
         decode_head=dict(
-            type='FCNHead', in_channels=head['channels'],
-            channels=head['channels'], num_convs=0, concat_input=False,
-            num_classes=head['num_classes'], dropout_ratio=0.1,
-            align_corners=False, norm_cfg=None,
+            type='FCNHead',
+            in_channels=head['channels'],
+            channels=head['channels'],
+            num_convs=0,
+            concat_input=False,
+            num_classes=head['num_classes'],
+            dropout_ratio=0.1,
+            align_corners=False,
+            norm_cfg=None,
             loss_decode=dict(type='CrossEntropyLoss', avg_non_ignore=True)),
         train_cfg=dict(),
         test_cfg=dict(mode='whole'))
@@ -172,7 +181,7 @@ def class_table(path, num_classes, dim):
 
 
 def build(cfg, device):
-    """The model of ``cfg`` on ``device``, weights initialised, in training mode.
+    """The model of ``cfg`` on ``device``, initialised, in training mode.
 
     Args:
         cfg (dict): a model config.
@@ -191,7 +200,9 @@ def build(cfg, device):
 
 
 def optim_wrappers(cfg, model, amp_dtype):
-    """The config's optimizer wrappers for ``model`` (mixed precision with ``amp_dtype``).
+    """The config's optimizer wrappers for ``model``.
+
+    Mixed precision with ``amp_dtype`` where it is given.
 
     Args:
         cfg (Config): the config (its ``optim_wrapper``).
@@ -211,7 +222,8 @@ def optim_wrappers(cfg, model, amp_dtype):
     level = logger.level
     logger.setLevel(logging.WARNING)  # no per-parameter paramwise report
     wrappers = OPTIM_WRAPPER_CONSTRUCTORS.build(
-        dict(type=constructor, optim_wrapper_cfg=optim_cfg))(model)
+        dict(type=constructor, optim_wrapper_cfg=optim_cfg))(
+            model)
     logger.setLevel(level)
     return wrappers
 
@@ -249,17 +261,28 @@ def benchmark_models(cfg, device: str, amp_dtype, crop):
     sign.decode_head.set_class_split(unseen)
     baseline = build(base_cfg, device)
     base_ow = OPTIM_WRAPPERS.build(
-        dict(type='MixedPrecisionOptimWrapper', dtype=amp_dtype) if amp_dtype
-        else dict(type='OptimWrapper'),
-        default_args=dict(optimizer=torch.optim.SGD(
-            baseline.parameters(), lr=1e-4, momentum=0.9)))
-    return dict(sign=sign, baseline=baseline, base_ow=base_ow,
-                sign_ow=optim_wrappers(cfg, sign, amp_dtype),
-                num_classes=num, unseen=unseen)
+        dict(type='MixedPrecisionOptimWrapper', dtype=amp_dtype)
+        if amp_dtype else dict(type='OptimWrapper'),
+        default_args=dict(
+            optimizer=torch.optim.SGD(
+                baseline.parameters(), lr=1e-4, momentum=0.9)))
+    return dict(
+        sign=sign,
+        baseline=baseline,
+        base_ow=base_ow,
+        sign_ow=optim_wrappers(cfg, sign, amp_dtype),
+        num_classes=num,
+        unseen=unseen)
 
 
-def measure_training(cfg, models: dict, batch, batch_size: int, device: str,
-                     warmup: int, repeats: int, counts: dict = None):
+def measure_training(cfg,
+                     models: dict,
+                     batch,
+                     batch_size: int,
+                     device: str,
+                     warmup: int,
+                     repeats: int,
+                     counts: dict = None):
     """Seconds per training iteration of the baseline and of every SIGN
     stage (with the config's stage options).
 
@@ -283,13 +306,12 @@ def measure_training(cfg, models: dict, batch, batch_size: int, device: str,
 
     def train_row(name, model, ow):
         model.train()
-        sec, mem = timed(lambda: model.train_step(batch, ow), device,
-                         warmup, repeats)
+        sec, mem = timed(lambda: model.train_step(batch, ow), device, warmup,
+                         repeats)
         rows.append((name, sec, batch_size / sec, mem))
         print(f'  measured {name}: {sec:.3f} s', flush=True)
         if counts is not None:
-            counts[name] = count_iteration(lambda: model.train_step(batch,
-                                                                    ow))
+            counts[name] = count_iteration(lambda: model.train_step(batch, ow))
         return sec
 
     t_base = train_row('baseline: train iteration', models['baseline'],
@@ -298,8 +320,11 @@ def measure_training(cfg, models: dict, batch, batch_size: int, device: str,
     scales = tuple((sign.train_cfg or {}).get('ce_scales', (1.0, )))
     times = {}
     for stage in ('train', 'transfer', 'self_train'):
-        opts = {k: v for k, v in plan.get(stage, {}).items()
-                if k not in ('name', 'iters')}
+        opts = {
+            k: v
+            for k, v in plan.get(stage, {}).items()
+            if k not in ('name', 'iters')
+        }
         sign.set_stage(stage, **opts)
         if stage == 'train' and len(scales) > 1:
             sign.train_cfg['ce_scales'] = (1.0, )
@@ -316,18 +341,18 @@ def measure_training(cfg, models: dict, batch, batch_size: int, device: str,
                                       ('C on synthetic',
                                        sign.stage_cfg['block_iters'])):
                 sign.stage_iter = stage_iter
-                blocks.append(train_row(f'SIGN: transfer iteration '
-                                        f'({block})', sign, sign_ow))
+                blocks.append(
+                    train_row(f'SIGN: transfer iteration '
+                              f'({block})', sign, sign_ow))
             times['transfer'] = sum(blocks) / 2
         else:
-            times[stage] = train_row(f'SIGN: {stage} iteration', sign,
-                                     sign_ow)
+            times[stage] = train_row(f'SIGN: {stage} iteration', sign, sign_ow)
     sign.set_stage('train')  # drops the teacher
     return rows, times, t_base
 
 
-def measure_inference(models: dict, sizes, device: str, amp_dtype,
-                      warmup: int, repeats: int) -> list:
+def measure_inference(models: dict, sizes, device: str, amp_dtype, warmup: int,
+                      repeats: int) -> list:
     """Latency and peak memory of one image per size ``'HxW'``.
 
     Args:
@@ -353,14 +378,16 @@ def measure_inference(models: dict, sizes, device: str, amp_dtype,
 
             def run(model=model):
                 with torch.no_grad(), torch.autocast(
-                        device_type=device, dtype=getattr(
-                            torch, amp_dtype or 'float16'),
+                        device_type=device,
+                        dtype=getattr(torch, amp_dtype or 'float16'),
                         enabled=bool(amp_dtype)):
                     model.encode_decode(x, metas)
 
             result[name] = timed(run, device, warmup, repeats)
-            print(f'  measured {name} inference {size}: '
-                  f'{result[name][0]:.3f} s', flush=True)
+            print(
+                f'  measured {name} inference {size}: '
+                f'{result[name][0]:.3f} s',
+                flush=True)
         infer.append((size, result))
     return infer
 

@@ -22,18 +22,17 @@ KINDS = [
       'native_dropout', 'uniform', 'exponential', 'randint')),
     ('order', 'result order and ties may differ between kernels',
      ('unique', '_unique', 'sort', 'topk', 'argsort', 'kthvalue', 'median',
-      'mode',
-      'nonzero', 'argmax', 'argmin', 'max.dim', 'min.dim')),
+      'mode', 'nonzero', 'argmax', 'argmin', 'max.dim', 'min.dim')),
     ('atomic', 'CUDA accumulates with atomics: summation order varies',
      ('index_put', 'index_add', 'scatter', 'embedding_dense_backward',
       'upsample_bilinear2d_backward', 'upsample_nearest2d_backward',
-      'max_pool2d_with_indices_backward', 'index_reduce', 'put_',
-      'bincount', 'histc')),
+      'max_pool2d_with_indices_backward', 'index_reduce', 'put_', 'bincount',
+      'histc')),
     ('distance', 'a device- and size-dependent kernel',
      ('_cdist', 'cdist', '_euclidean_dist', 'pdist')),
     ('attention', 'kernel choice: CPU flash vs CUDA memory-efficient '
      '(float32) / flash / cuDNN (half)', ('_scaled_dot_product', '_flash',
-                                        '_efficient_attention')),
+                                          '_efficient_attention')),
     ('convolution', 'cuDNN: TF32 by default in float32, algorithm picked '
      'by cudnn.benchmark', ('convolution', 'cudnn_convolution',
                             'convolution_backward', '_convolution')),
@@ -53,9 +52,9 @@ class OpCounter(TorchDispatchMode):
         self.counts = Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.counts[str(func.overloadpacket.__name__) + (
-            '' if func._overloadname == 'default' else
-            f'.{func._overloadname}')] += 1
+        self.counts[str(func.overloadpacket.__name__) +
+                    ('' if func._overloadname ==
+                     'default' else f'.{func._overloadname}')] += 1
         return func(*args, **(kwargs or {}))
 
 
@@ -75,16 +74,18 @@ def kind_of(op: str) -> str:
         for prefix in prefixes:
             if '.' in prefix and op.startswith(prefix):
                 return kind
-            if '.' not in prefix and (base == prefix or base.startswith(
-                    prefix) and not base[len(prefix):len(prefix) + 1]
-                    .isalpha()):
+            if '.' not in prefix and (
+                    base == prefix or base.startswith(prefix)
+                    and not base[len(prefix):len(prefix) + 1].isalpha()):
                 return kind
     return 'other'
 
 
-def step_operators(cfg, state_dict: dict, batch: dict,
-                   steps: Sequence[tuple], seed: int = 0
-                   ) -> Dict[str, Counter]:
+def step_operators(cfg,
+                   state_dict: dict,
+                   batch: dict,
+                   steps: Sequence[tuple],
+                   seed: int = 0) -> Dict[str, Counter]:
     """``{step label: Counter(operator: calls)}`` of one step of each of
     ``steps`` (:func:`~mmseg_sign.analysis.parity.plan_steps`) on the CPU in
     float32, the optimizer steps recorded, not run.
@@ -99,8 +100,8 @@ def step_operators(cfg, state_dict: dict, batch: dict,
     Returns:
         dict: the counts per step.
     """
-    model, wrappers, inputs, samples = placed_model(
-        cfg, state_dict, batch, 'cpu', torch.float32)
+    model, wrappers, inputs, samples = placed_model(cfg, state_dict, batch,
+                                                    'cpu', torch.float32)
     out = {}
     for label, stage, opts, stage_iter in steps:
         with OpCounter() as counter:
@@ -114,15 +115,19 @@ def audit_table(counts: Dict[str, Counter]) -> str:
     """Markdown: per kind, each operator with its calls in every step."""
     labels = list(counts)
     ops = sorted({op for c in counts.values() for op in c})
-    lines = ['| kind | operator | ' + ' | '.join(labels) + ' |',
-             '|---|---|' + '---|' * len(labels)]
+    lines = [
+        '| kind | operator | ' + ' | '.join(labels) + ' |',
+        '|---|---|' + '---|' * len(labels)
+    ]
     for kind, concern, _ in KINDS + [('other', '', ())]:
         mine = [op for op in ops if kind_of(op) == kind]
         for op in mine:
-            lines.append(f'| {kind} | `{op}` | ' + ' | '.join(
-                str(counts[s][op] or '') for s in labels) + ' |')
-    lines.append('| **all** | calls | ' + ' | '.join(
-        str(sum(counts[s].values())) for s in labels) + ' |')
+            lines.append(f'| {kind} | `{op}` | ' +
+                         ' | '.join(str(counts[s][op] or '')
+                                    for s in labels) + ' |')
+    lines.append('| **all** | calls | ' +
+                 ' | '.join(str(sum(counts[s].values()))
+                            for s in labels) + ' |')
     return '\n'.join(lines)
 
 

@@ -91,27 +91,29 @@ def plan_steps(stages: Sequence[dict]) -> List[Tuple[str, str, dict, int]]:
         opts.pop('iters')
         if name == 'transfer' and opts['mode'] == 'alternate':
             steps.append(('transfer[real+fake]', name, opts, 0))
-            steps.append(('transfer[synthetic]', name, opts,
-                          opts['block_iters']))
+            steps.append(
+                ('transfer[synthetic]', name, opts, opts['block_iters']))
         else:
             steps.append((name, name, opts, 0))
     return steps
 
 
 def record_step(model, wrappers, label: str, stage: str, opts: dict,
-                 stage_iter: int, inputs: Tensor,
-                 data_samples) -> Dict[str, Tensor]:
+                stage_iter: int, inputs: Tensor,
+                data_samples) -> Dict[str, Tensor]:
     """Run one step with every wrapper's ``step`` replaced by a recorder;
     ``{'<label>/<loss>': value, '<label>/<wrapper>/<param>': grad}``."""
     out = {}
 
     def recorder(name, wrapper):
+
         def step(**kwargs):
             for group in wrapper.optimizer.param_groups:
                 for p in group['params']:
                     if p.grad is not None:
                         out[f'{label}/{name}/{param_names[id(p)]}'] = \
                             p.grad.detach().double().cpu()
+
         return step
 
     param_names = {id(p): n for n, p in model.named_parameters()}
@@ -138,9 +140,12 @@ def record_step(model, wrappers, label: str, stage: str, opts: dict,
     return out
 
 
-def run_setting(cfg, state_dict: dict, batch: dict, setting: str,
-                steps: Sequence[tuple], seed: int = 0
-                ) -> Dict[str, Tensor]:
+def run_setting(cfg,
+                state_dict: dict,
+                batch: dict,
+                setting: str,
+                steps: Sequence[tuple],
+                seed: int = 0) -> Dict[str, Tensor]:
     """Losses and gradients of every step in one setting.
 
     Args:
@@ -162,8 +167,9 @@ def run_setting(cfg, state_dict: dict, batch: dict, setting: str,
     with tf32_allowed(tf32):
         for label, stage, opts, stage_iter in steps:
             with pinned_randomness(seed):
-                out.update(record_step(model, wrappers, label, stage,
-                                        opts, stage_iter, inputs, samples))
+                out.update(
+                    record_step(model, wrappers, label, stage, opts,
+                                stage_iter, inputs, samples))
     return out
 
 
@@ -204,7 +210,8 @@ def _group(key: str) -> str:
     return f'{label}/{wrapper}/{".".join(parts[:min(depth, len(parts) - 1)])}'
 
 
-def compare(a: Dict[str, Tensor], b: Dict[str, Tensor],
+def compare(a: Dict[str, Tensor],
+            b: Dict[str, Tensor],
             by_group: bool = True) -> List[Tuple[str, float, float, str]]:
     """Worst relative difference per term: ``max|a − b| / max|b|`` (0 when
     both are 0) for each loss and each gradient, the gradients taken
@@ -228,8 +235,8 @@ def compare(a: Dict[str, Tensor], b: Dict[str, Tensor],
             scale = float(b[key].abs().max()) if b[key].numel() else 0.0
             err = float((a[key] - b[key]).abs().max()) \
                 if b[key].numel() else 0.0
-            diff = err / scale if scale else (0.0 if err == 0 else
-                                              float('inf'))
+            diff = err / scale if scale else (
+                0.0 if err == 0 else float('inf'))
         term = _group(key) if by_group else key
         if term not in rows or diff > rows[term][0]:
             scale = max(scale, rows[term][1]) if term in rows else scale
@@ -238,11 +245,15 @@ def compare(a: Dict[str, Tensor], b: Dict[str, Tensor],
                   key=lambda r: -r[1])
 
 
-def format_table(rows, name_a: str, name_b: str,
+def format_table(rows,
+                 name_a: str,
+                 name_b: str,
                  limit: Optional[int] = None) -> str:
     """A markdown table of :func:`compare`'s rows."""
-    lines = [f'| term | max rel. diff {name_a} vs {name_b} | max abs | '
-             'worst parameter |', '|---|---|---|---|']
+    lines = [
+        f'| term | max rel. diff {name_a} vs {name_b} | max abs | '
+        'worst parameter |', '|---|---|---|---|'
+    ]
     for term, diff, scale, key in rows[:limit]:
         worst = key.split('/')[-1] if key != term else ''
         lines.append(f'| {term} | {diff:.3g} | {scale:.3g} | {worst} |')
@@ -273,8 +284,7 @@ def fixed_batch(cfg, batch_size: int, seed: int = 0) -> dict:
     dataset = DATASETS.build(copy.deepcopy(cfg.train_dataloader.dataset))
     samples = [dataset[i % len(dataset)] for i in range(batch_size)]
     pre = MODELS.build(copy.deepcopy(cfg.model.data_preprocessor))
-    return dict(pre(pseudo_collate(samples), True),
-                metainfo=dataset.metainfo)
+    return dict(pre(pseudo_collate(samples), True), metainfo=dataset.metainfo)
 
 
 def build_model(cfg, metainfo: dict):
@@ -296,7 +306,9 @@ def build_model(cfg, metainfo: dict):
     return model
 
 
-def fixed_weights(cfg, metainfo: dict, checkpoint: Optional[str] = None,
+def fixed_weights(cfg,
+                  metainfo: dict,
+                  checkpoint: Optional[str] = None,
                   seed: int = 0) -> dict:
     """The weights every setting starts from: ``checkpoint``'s, or the
     config's initialisation (``init_weights``) with ``seed``, on the CPU.

@@ -61,7 +61,8 @@ class PairedDifference(NamedTuple):
         return 'A > B' if d.mean > 0 else 'A < B'
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float],
+def paired_difference(a: Sequence[float],
+                      b: Sequence[float],
                       level: float = 0.95) -> PairedDifference:
     """The mean of ``a[i] − b[i]`` with its confidence interval (a paired
     t interval: the two settings ran on the same seeds, so a seed's own

@@ -23,8 +23,7 @@ import numpy as np
 from PIL import Image
 
 from .. import embeddings  # its builder needs gensim: looked up at use
-from ..datasets.class_names import (TOY_ATTRIBUTES, TOY_CLASSES,  # noqa: F401
-                                    TOY_PALETTE, TOY_UNSEEN)
+from ..datasets.class_names import TOY_ATTRIBUTES, TOY_CLASSES, TOY_UNSEEN
 from ..embeddings.table import save_class_embeddings
 
 #: Values of each attribute, in one-hot order.
@@ -47,8 +46,6 @@ TOY_FILLER_WORDS = ('the', 'of', 'and', 'a', 'object', 'shape', 'image',
 IGNORE_INDEX = 255
 WORD_VECTOR_FILES = ('word2vec_like.txt', 'fasttext_like.bin')
 EMBEDDING_FILE = 'class_embeddings.npz'
-
-
 
 #: the file in a toy data set that records the arguments that made it
 TOY_DATA_RECORD = 'toy_data.json'
@@ -79,9 +76,9 @@ def check_toy_data(out_dir: str, seed: int, val_size=(64, 64)) -> None:
             f'made with {got} ({path}), not {want}'
     else:  # made before the record: its first test image, drawn again
         problem = None if _first_val_image_matches(
-            out_dir, int(seed), val_size) else (
-                f'that is not {want}: its first test image is not '
-                'the one that seed draws at that size')
+            out_dir, int(seed),
+            val_size) else (f'that is not {want}: its first test image is not '
+                            'the one that seed draws at that size')
     if problem:
         raise ValueError(
             f'{out_dir} holds toy data {problem}; its runs would be stored '
@@ -92,8 +89,8 @@ def check_toy_data(out_dir: str, seed: int, val_size=(64, 64)) -> None:
             json.dump(want, f, indent=1)
 
 
-def toy_attribute_matrix(class_names: Sequence[str] = TOY_CLASSES
-                         ) -> np.ndarray:
+def toy_attribute_matrix(
+        class_names: Sequence[str] = TOY_CLASSES) -> np.ndarray:
     """One-hot attributes ``[K, 11]`` (colour 4 ‖ texture 4 ‖ position 3).
 
     Args:
@@ -219,19 +216,20 @@ def _background(height: int, width: int,
     c01 = coarse[y0][:, x0 + 1]
     c10 = coarse[y0 + 1][:, x0]
     c11 = coarse[y0 + 1][:, x0 + 1]
-    smooth = (c00 * (1 - fy) * (1 - fx) + c01 * (1 - fy) * fx +
-              c10 * fy * (1 - fx) + c11 * fy * fx)
+    smooth = (
+        c00 * (1 - fy) * (1 - fx) + c01 * (1 - fy) * fx + c10 * fy * (1 - fx) +
+        c11 * fy * fx)
     return base[None, None, :] + smooth
 
 
-def render_toy_sample(height: int,
-                      width: int,
-                      rng: np.random.Generator,
-                      first_class: Optional[int] = None,
-                      objects_per_image: Tuple[int, int] = (2, 4),
-                      noise_std: float = 8.0,
-                      position_jitter: float = 0.06
-                      ) -> Tuple[np.ndarray, np.ndarray]:
+def render_toy_sample(
+        height: int,
+        width: int,
+        rng: np.random.Generator,
+        first_class: Optional[int] = None,
+        objects_per_image: Tuple[int, int] = (2, 4),
+        noise_std: float = 8.0,
+        position_jitter: float = 0.06) -> Tuple[np.ndarray, np.ndarray]:
     """Render one image and its label map.
 
     Args:
@@ -249,8 +247,8 @@ def render_toy_sample(height: int,
         index, 255 for background).
     """
     num_classes = len(TOY_CLASSES)
-    num_objects = int(rng.integers(objects_per_image[0],
-                                   objects_per_image[1] + 1))
+    num_objects = int(
+        rng.integers(objects_per_image[0], objects_per_image[1] + 1))
     classes = list(rng.integers(0, num_classes, size=num_objects))
     if first_class is not None:
         classes[-1] = first_class
@@ -272,9 +270,8 @@ def render_toy_sample(height: int,
             mask = dy**2 + dx**2 <= 1
         if not mask.any():
             continue
-        rgb = 255.0 * _hsv_to_rgb(
-            TOY_HUES[colour] + rng.normal(0.0, 6.0), rng.uniform(0.65, 1.0),
-            rng.uniform(0.7, 1.0))
+        rgb = 255.0 * _hsv_to_rgb(TOY_HUES[colour] + rng.normal(
+            0.0, 6.0), rng.uniform(0.65, 1.0), rng.uniform(0.7, 1.0))
         ink = _texture(texture, ys - (cy - half_h), xs - (cx - half_w), rng)
         shade = 1.0 - 0.6 * ink
         image[mask] = rgb[None, :] * shade[mask][:, None]
@@ -379,16 +376,17 @@ def make_toy_dataset(out_dir: str = 'data/toy',
     num_classes = len(TOY_CLASSES)
     pixel_counts = {}
     for split, count, size, seq in (('train', num_train, train_size,
-                                     train_seq),
-                                    ('val', num_val, val_size, val_seq)):
+                                     train_seq), ('val', num_val, val_size,
+                                                  val_seq)):
         height, width = (int(s) for s in size)
         rng = np.random.default_rng(seq)
         ids = []
         counts = np.zeros(num_classes, np.int64)
         for idx in range(int(count)):
-            image, label = render_toy_sample(
-                height, width, rng, idx % num_classes, objects_per_image,
-                noise_std, position_jitter)
+            image, label = render_toy_sample(height, width, rng,
+                                             idx % num_classes,
+                                             objects_per_image, noise_std,
+                                             position_jitter)
             sample_id = f'{split}_{idx:05d}'
             Image.fromarray(image).save(osp.join(img_dir, f'{sample_id}.png'))
             Image.fromarray(label).save(osp.join(ann_dir, f'{sample_id}.png'))
@@ -403,15 +401,20 @@ def make_toy_dataset(out_dir: str = 'data/toy',
         out_dir, embed_dims, embed_noise, embed_seed)
     # last: what made the set, for the tools that reuse it (toy_table)
     with open(osp.join(out_dir, TOY_DATA_RECORD), 'w') as f:
-        json.dump(dict(
-            seed=int(seed), num_train=int(num_train), num_val=int(num_val),
-            train_size=[int(s) for s in train_size],
-            val_size=[int(s) for s in val_size],
-            objects_per_image=[int(n) for n in objects_per_image],
-            noise_std=float(noise_std),
-            position_jitter=float(position_jitter),
-            embed_dims=[int(d) for d in embed_dims],
-            embed_noise=float(embed_noise)), f, indent=1)
+        json.dump(
+            dict(
+                seed=int(seed),
+                num_train=int(num_train),
+                num_val=int(num_val),
+                train_size=[int(s) for s in train_size],
+                val_size=[int(s) for s in val_size],
+                objects_per_image=[int(n) for n in objects_per_image],
+                noise_std=float(noise_std),
+                position_jitter=float(position_jitter),
+                embed_dims=[int(d) for d in embed_dims],
+                embed_noise=float(embed_noise)),
+            f,
+            indent=1)
     return dict(
         out_dir=out_dir,
         classes=list(TOY_CLASSES),
@@ -430,8 +433,10 @@ def _first_val_image_matches(out_dir: str, seed: int, val_size) -> bool:
     """Whether ``out_dir``'s first test image is the one
     :func:`make_toy_dataset` draws for ``seed`` at ``val_size`` (its other
     arguments at their defaults); lossless PNG, so byte-equal pixels."""
-    defaults = {k: p.default for k, p in
-                inspect.signature(make_toy_dataset).parameters.items()}
+    defaults = {
+        k: p.default
+        for k, p in inspect.signature(make_toy_dataset).parameters.items()
+    }
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[1])
     image, _ = render_toy_sample(
         int(val_size[0]), int(val_size[1]), rng, 0,

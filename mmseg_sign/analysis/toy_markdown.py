@@ -38,21 +38,24 @@ def table(results: dict, rows: dict, data_seeds, seeds) -> list:
         list[str]: the header and one line per row that has runs.
     """
     wanted = {f'{d}/{s}' for d in data_seeds for s in seeds}
-    lines = ['| row | n | seen mIoU | unseen mIoU | harmonic mIoU | '
-             'sd (harmonic) | sd (test images) | SIM params | model params '
-             '| s per run |', '|---|---|---|---|---|---|---|---|---|---|']
+    lines = [
+        '| row | n | seen mIoU | unseen mIoU | harmonic mIoU | '
+        'sd (harmonic) | sd (test images) | SIM params | model params '
+        '| s per run |', '|---|---|---|---|---|---|---|---|---|---|'
+    ]
     for label, (stem, stage) in rows.items():
-        runs = [v for k, v in results.items() if k.split('/')[0] == stem
-                and k.split('/', 1)[1] in wanted and stage in v]
+        runs = [
+            v for k, v in results.items() if k.split('/')[0] == stem
+            and k.split('/', 1)[1] in wanted and stage in v
+        ]
         if runs:
-            lines.append(
-                f'| {label} | {len(runs)} | ' + ' | '.join(
-                    fmt([r[stage][k] for r in runs]) for k in KEYS)
-                + f" | {_sd([r[stage]['hIoU'] for r in runs])}"
-                + f" | {_boot([r[stage] for r in runs])}"
-                + f" | {runs[0]['params']['sim']:,} | "
-                f"{runs[0]['params']['model']:,} | "
-                f"{_seconds(runs)} |")
+            lines.append(f'| {label} | {len(runs)} | ' + ' | '.join(
+                fmt([r[stage][k] for r in runs]) for k in KEYS) +
+                         f" | {_sd([r[stage]['hIoU'] for r in runs])}" +
+                         f" | {_boot([r[stage] for r in runs])}" +
+                         f" | {runs[0]['params']['sim']:,} | "
+                         f"{runs[0]['params']['model']:,} | "
+                         f"{_seconds(runs)} |")
     return lines
 
 
@@ -60,12 +63,17 @@ def _seconds(runs) -> str:
     """Mean seconds of the runs trained whole in one attempt (a run that
     continued its own checkpoint or started from another run's stages
     timed only its last part); '—' when there is none."""
-    whole = [r['seconds'] for r in runs
-             if not {'resumed_from', 'started_from'} & set(r)]
+    whole = [
+        r['seconds'] for r in runs
+        if not {'resumed_from', 'started_from'} & set(r)
+    ]
     return f'{np.mean(whole):.0f}' if whole else '—'
 
 
-def table_by_data_seed(results: dict, rows: dict, data_seeds, seeds,
+def table_by_data_seed(results: dict,
+                       rows: dict,
+                       data_seeds,
+                       seeds,
                        metric: str = 'hIoU') -> list:
     """Markdown lines: one metric per row and toy data seed (mean ± 95 % CI
     over the training seeds), to see whether an ordering holds on each.
@@ -80,14 +88,18 @@ def table_by_data_seed(results: dict, rows: dict, data_seeds, seeds,
     Returns:
         list[str]: the header and one line per row that has runs.
     """
-    lines = ['| row | ' + ' | '.join(f'data seed {d}' for d in data_seeds)
-             + ' |', '|---|' + '---|' * len(data_seeds)]
+    lines = [
+        '| row | ' + ' | '.join(f'data seed {d}' for d in data_seeds) + ' |',
+        '|---|' + '---|' * len(data_seeds)
+    ]
     for label, (stem, stage) in rows.items():
         cells = []
         for d in data_seeds:
-            values = [results[k][stage][metric] for k in (
-                f'{stem}/{d}/{s}' for s in seeds)
-                if k in results and stage in results[k]]
+            values = [
+                results[k][stage][metric]
+                for k in (f'{stem}/{d}/{s}' for s in seeds)
+                if k in results and stage in results[k]
+            ]
             cells.append(fmt(values) if values else '–')
         if any(c != '–' for c in cells):
             lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
@@ -105,8 +117,12 @@ def _boot(stages) -> str:
     return f'{np.mean(sds):.2f}' if sds else '–'
 
 
-def paired_values(results: dict, row_a: tuple, row_b: tuple, data_seeds,
-                  seeds, metric: str = 'hIoU') -> tuple:
+def paired_values(results: dict,
+                  row_a: tuple,
+                  row_b: tuple,
+                  data_seeds,
+                  seeds,
+                  metric: str = 'hIoU') -> tuple:
     """The (data seed, seed) pairs both rows ran, and their values.
 
     Args:
@@ -133,8 +149,12 @@ def paired_values(results: dict, row_a: tuple, row_b: tuple, data_seeds,
     return pairs, a, b
 
 
-def comparison(results: dict, rows: dict, pairs_of_labels, data_seeds,
-               seeds, says: str = 'the toy says') -> list:
+def comparison(results: dict,
+               rows: dict,
+               pairs_of_labels,
+               data_seeds,
+               seeds,
+               says: str = 'the toy says') -> list:
     """Markdown lines: for each ``(A, B)``, the paired difference A − B of
     each metric over the runs both have (mean ± 95 % CI, n, how many pairs
     A won) and what the table can say: ``A > B``, ``A < B`` (the interval
@@ -152,8 +172,10 @@ def comparison(results: dict, rows: dict, pairs_of_labels, data_seeds,
     Returns:
         list[str]: the header and one line per comparison and metric.
     """
-    lines = ['| A − B | metric | n | difference (95 % CI) | A wins | '
-             f'{says} |', '|---|---|---|---|---|---|']
+    lines = [
+        '| A − B | metric | n | difference (95 % CI) | A wins | '
+        f'{says} |', '|---|---|---|---|---|---|'
+    ]
     names = dict(zip(KEYS, ('seen mIoU', 'unseen mIoU', 'harmonic mIoU')))
     for la, lb in pairs_of_labels:
         for metric in KEYS:
@@ -164,8 +186,10 @@ def comparison(results: dict, rows: dict, pairs_of_labels, data_seeds,
                              '| no paired runs |')
                 continue
             p = paired_difference(a, b)
-            verdict = {'A > B': f'{la} > {lb}', 'A < B': f'{la} < {lb}'
-                       }.get(p.verdict, 'not resolved')
+            verdict = {
+                'A > B': f'{la} > {lb}',
+                'A < B': f'{la} < {lb}'
+            }.get(p.verdict, 'not resolved')
             lines.append(f'| {la} − {lb} | {names[metric]} | {p.diff.n} | '
                          f'{p.diff} | {p.wins}/{p.diff.n} | {verdict} |')
     return lines

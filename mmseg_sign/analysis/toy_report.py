@@ -14,10 +14,10 @@ import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from mmengine.registry import init_default_scope  # noqa: E402
 from mmengine.structures import PixelData  # noqa: E402
-
 from mmseg.apis import inference_model  # noqa: E402
 from mmseg.registry import DATASETS, VISUALIZERS  # noqa: E402
 from mmseg.structures import SegDataSample  # noqa: E402
+
 from ..apis.inference import init_model_checked  # noqa: E402
 from ..structures.stage_plan import StagePlan  # noqa: E402
 
@@ -67,8 +67,7 @@ def unseen_outline(label, unseen_ids):
     return edge & mask
 
 
-def draw_predictions(cfg, checkpoint, out_file, num_images, scale,
-                     device):
+def draw_predictions(cfg, checkpoint, out_file, num_images, scale, device):
     """One run's predictions next to the ground truth (see
     :func:`draw_comparison`).
 
@@ -84,7 +83,11 @@ def draw_predictions(cfg, checkpoint, out_file, num_images, scale,
                     num_images, scale, device)
 
 
-def draw_comparison(models, data_cfg, out_file, num_images=4, scale=None,
+def draw_comparison(models,
+                    data_cfg,
+                    out_file,
+                    num_images=4,
+                    scale=None,
                     device='cpu'):
     """Test images spread over the test set, their ground truth and each
     model's prediction side by side (the paper's qualitative figure), unseen
@@ -117,11 +120,12 @@ def draw_comparison(models, data_cfg, out_file, num_images=4, scale=None,
         scale = max(1, 384 // samples[0]['inputs'].shape[-1])
     preds = [[] for _ in range(count)]
     for _, cfg, checkpoint in models:
-        model = init_model_checked(cfg, checkpoint, device,
-                                   dataset_classes=classes)
+        model = init_model_checked(
+            cfg, checkpoint, device, dataset_classes=classes)
         for row, index in enumerate(indices):
             result = inference_model(
-                model, dataset.get_data_info(int(index))['img_path'])
+                model,
+                dataset.get_data_info(int(index))['img_path'])
             preds[row].append(result.pred_sem_seg.data[0].cpu().numpy())
         del model
     rows = []
@@ -136,36 +140,51 @@ def draw_comparison(models, data_cfg, out_file, num_images=4, scale=None,
             big = upscale(label, scale)
             drawn_sample = SegDataSample(
                 gt_sem_seg=PixelData(data=big[None].astype(np.int64)))
-            visualizer.add_datasample('sample', np.ascontiguousarray(image),
-                                      drawn_sample, draw_gt=True,
-                                      draw_pred=False, with_labels=False)
+            visualizer.add_datasample(
+                'sample',
+                np.ascontiguousarray(image),
+                drawn_sample,
+                draw_gt=True,
+                draw_pred=False,
+                with_labels=False)
             drawn = visualizer.get_image().copy()
             drawn[unseen_outline(big, unseen_ids)] = 255
             row += [np.full((big.shape[0], 4, 3), 255, np.uint8), drawn]
         rows.append(np.concatenate(row, axis=1))
-    grid = np.concatenate(
-        [np.pad(r, ((0, 4), (0, 0), (0, 0)), constant_values=255)
-         for r in rows], axis=0)
+    grid = np.concatenate([
+        np.pad(r, ((0, 4), (0, 0), (0, 0)), constant_values=255) for r in rows
+    ],
+                          axis=0)
     top = 24  # pixels of column titles above the grid
-    fig = plt.figure(figsize=(grid.shape[1] / 80 + 2.2,
-                              (grid.shape[0] + top) / 80), dpi=100)
-    ax = fig.add_axes([0, 0, grid.shape[1] / (grid.shape[1] + 176),
-                       grid.shape[0] / (grid.shape[0] + top)])
+    fig = plt.figure(
+        figsize=(grid.shape[1] / 80 + 2.2, (grid.shape[0] + top) / 80),
+        dpi=100)
+    ax = fig.add_axes([
+        0, 0, grid.shape[1] / (grid.shape[1] + 176),
+        grid.shape[0] / (grid.shape[0] + top)
+    ])
     ax.imshow(grid)
     ax.axis('off')
     tile = upscale(samples[0]['data_samples'].gt_sem_seg.data[0].numpy(),
                    scale).shape[1]
     for i, title in enumerate(['image', 'ground truth'] +
                               [label for label, _, _ in models]):
-        ax.text(i * (tile + 4) + tile / 2, -6, title, ha='center',
-                va='bottom', fontsize=9, clip_on=False)
+        ax.text(
+            i * (tile + 4) + tile / 2,
+            -6,
+            title,
+            ha='center',
+            va='bottom',
+            fontsize=9,
+            clip_on=False)
     handles = [
-        Patch(color=np.array(meta['palette'][i]) / 255,
-              label=c + (' (unseen)' if i in unseen_ids else ''))
+        Patch(
+            color=np.array(meta['palette'][i]) / 255,
+            label=c + (' (unseen)' if i in unseen_ids else ''))
         for i, c in enumerate(classes)
     ]
-    legend = fig.legend(handles=handles, loc='center right', fontsize=8,
-                        frameon=False)
+    legend = fig.legend(
+        handles=handles, loc='center right', fontsize=8, frameon=False)
     for text, i in zip(legend.get_texts(), range(len(classes))):
         if i in unseen_ids:
             text.set_color('red')
@@ -182,8 +201,8 @@ def plot_losses(cfg, work_dir, out_file):
         work_dir (str): the run's work dir (its logged scalars).
         out_file (str): the picture.
     """
-    files = sorted(glob.glob(osp.join(work_dir, '*', 'vis_data',
-                                      'scalars.json')))
+    files = sorted(
+        glob.glob(osp.join(work_dir, '*', 'vis_data', 'scalars.json')))
     if not files:
         raise FileNotFoundError(f'No */vis_data/scalars.json in {work_dir}; '
                                 'is it the work dir of a training run?')
@@ -197,17 +216,23 @@ def plot_losses(cfg, work_dir, out_file):
                         series.setdefault(key, {})[record['step']] = value
     keys = sorted(series)
     fig, axes = plt.subplots(
-        len(keys), 1, figsize=(7, 1.3 * len(keys) + 0.6), sharex=True,
-        dpi=100)
+        len(keys), 1, figsize=(7, 1.3 * len(keys) + 0.6), sharex=True, dpi=100)
     axes = np.atleast_1d(axes)
     start = 0
     for stage in stage_plan(cfg):
         for ax in axes:
-            ax.axvspan(start, start + stage['iters'],
-                       color=STAGE_COLOURS[stage['name']], lw=0)
-        axes[0].text(start + stage['iters'] / 2, 1.02, stage['name'],
-                     transform=axes[0].get_xaxis_transform(),
-                     ha='center', fontsize=8)
+            ax.axvspan(
+                start,
+                start + stage['iters'],
+                color=STAGE_COLOURS[stage['name']],
+                lw=0)
+        axes[0].text(
+            start + stage['iters'] / 2,
+            1.02,
+            stage['name'],
+            transform=axes[0].get_xaxis_transform(),
+            ha='center',
+            fontsize=8)
         start += stage['iters']
     for ax, key in zip(axes, keys):
         steps = sorted(series[key])
@@ -240,12 +265,18 @@ def plot_sweep(curves, xlabel, out_file, marks=()):
         mean = np.array([np.mean(points[x]) for x in xs])
         std = np.array([np.std(points[x]) for x in xs])
         line, = ax.plot(xs, mean, marker='o', label=label)
-        ax.fill_between(xs, mean - std, mean + std, alpha=0.2,
-                        color=line.get_color())
+        ax.fill_between(
+            xs, mean - std, mean + std, alpha=0.2, color=line.get_color())
     for x, text in marks:
         ax.axvline(x, color='grey', linestyle=':')
-        ax.text(x, ax.get_ylim()[0], f' {text}', rotation=90, va='bottom',
-                fontsize=8, color='grey')
+        ax.text(
+            x,
+            ax.get_ylim()[0],
+            f' {text}',
+            rotation=90,
+            va='bottom',
+            fontsize=8,
+            color='grey')
     ax.set_xscale('log')
     ax.set_xlabel(xlabel)
     ax.set_ylabel('mIoU (%)')

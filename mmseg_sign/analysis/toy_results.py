@@ -16,8 +16,14 @@ from mmengine.config import Config, DictAction
 
 from ..utils.atomic import atomic_write
 
+#: Metric keys (and key prefixes) whose values are percentages.
+PERCENT_KEYS = ('mIoU', 'hIoU')
+PERCENT_PREFIXES = ('mIoU_', 'IoU.')
 
-def run_key(cfg_path: str, amp_dtype=None, cfg_options=(),
+
+def run_key(cfg_path: str,
+            amp_dtype=None,
+            cfg_options=(),
             seed_key: str = 'randomness.seed') -> str:
     """What a run ran, as a short hash: the resolved config (the file and
     everything it inherits, with ``cfg_options`` merged; the data root and
@@ -122,8 +128,7 @@ def _bad_metric(run) -> Optional[str]:
             leaf = stage if key is None else key
             if leaf.endswith('_boot_sd'):
                 high = math.inf
-            elif leaf in ('mIoU', 'hIoU') or leaf.startswith(
-                    ('mIoU_', 'IoU.')):
+            elif leaf in PERCENT_KEYS or leaf.startswith(PERCENT_PREFIXES):
                 high = 100
             else:
                 continue
@@ -182,8 +187,8 @@ def keep_run(run_dir: str, name: str, run: dict) -> str:
         str: the file written.
     """
     text = json.dumps(dict(name=name, run=run))
-    return atomic_write(osp.join(run_dir, RUN_RESULT),
-                        lambda tmp: Path(tmp).write_text(text))
+    return atomic_write(
+        osp.join(run_dir, RUN_RESULT), lambda tmp: Path(tmp).write_text(text))
 
 
 def adopt_finished_runs(wd: str, results: dict) -> list:

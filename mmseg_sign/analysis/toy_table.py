@@ -17,16 +17,15 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import torch
 from mmengine.config import Config
 
-from .toy_data import check_toy_data, make_toy_dataset
-from ..utils.work_dir_lock import set_aside_checkpoints, work_dir_checkpoints
 from ..structures.stage_plan import StagePlan
+from ..utils.work_dir_lock import set_aside_checkpoints, work_dir_checkpoints
 from .logs import logged_records
+from .toy_data import check_toy_data, make_toy_dataset
 from .toy_markdown import KEYS
-from .toy_results import (RUN_RESULT, keep_run, parse_cfg_options,
-                          record_run, run_key)
+from .toy_results import (RUN_RESULT, keep_run, parse_cfg_options, record_run,
+                          run_key)
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-
 
 # Runs the command in argv[1:] after asking Linux to send it SIGTERM when
 # the thread that started it dies (prctl PR_SET_PDEATHSIG, kept across
@@ -40,7 +39,6 @@ _DIE_WITH_PARENT = (
     '    if os.getppid() != int(sys.argv[1]):\n'
     '        sys.exit("toy_table: the table process is gone")\n'
     'os.execv(sys.argv[2], sys.argv[2:])\n')
-
 
 #: mmengine resolves a config's ``mmseg::`` bases through pkg_resources,
 #: which is not thread-safe: the runs' threads read configs one at a time
@@ -70,8 +68,14 @@ def stage_ends(cfg_path: str) -> dict:
     return {s['name']: plan.start(i) + s['iters'] for i, s in enumerate(plan)}
 
 
-def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
-          cfg_options=(), threads=None, seed_key: str = 'randomness.seed',
+def train(cfg_path,
+          work_dir,
+          data_root,
+          seed,
+          amp_dtype=None,
+          cfg_options=(),
+          threads=None,
+          seed_key: str = 'randomness.seed',
           checkpoint_interval=None) -> tuple:
     """tools/train.py on the toy data of ``data_root``; seconds taken.
 
@@ -107,9 +111,11 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
             # a zero-shot head's table (a supervised one, FCN, has none)
             options.append(f'model.decode_head.class_embeddings='
                            f'{data_root}/class_embeddings.npz')
-        options += [f'{loader}.dataset.data_root={data_root}'
-                    for loader in ('train_dataloader', 'val_dataloader',
-                                   'test_dataloader')]
+        options += [
+            f'{loader}.dataset.data_root={data_root}'
+            for loader in ('train_dataloader', 'val_dataloader',
+                           'test_dataloader')
+        ]
     # a run whose result is not stored continues from the last checkpoint
     # of an earlier, unfinished attempt that ran exactly this (a killed
     # table, a session's end), or starts from another run's checkpoint at
@@ -127,15 +133,21 @@ def train(cfg_path, work_dir, data_root, seed, amp_dtype=None,
         if work_dir_checkpoints(work_dir):
             set_aside_checkpoints(work_dir)
         options.append(f'load_from={shared[0]}')
-    cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg_path,
-           '--work-dir', work_dir, again, *extra, '--cfg-options', *options]
+    cmd = [
+        sys.executable,
+        osp.join(REPO, 'tools', 'train.py'), cfg_path, '--work-dir', work_dir,
+        again, *extra, '--cfg-options', *options
+    ]
     env = dict(os.environ)
     if threads:
         env['OMP_NUM_THREADS'] = str(threads)
     start = time.time()
     proc = subprocess.run(
-        [sys.executable, '-c', _DIE_WITH_PARENT, str(os.getpid()), *cmd],
-        capture_output=True, text=True, env=env)
+        [sys.executable, '-c', _DIE_WITH_PARENT,
+         str(os.getpid()), *cmd],
+        capture_output=True,
+        text=True,
+        env=env)
     if proc.returncode:
         raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
     return time.time() - start, resumed, shared
@@ -284,15 +296,16 @@ def param_counts(work_dir: str) -> dict:
         dict[str, int]: ``{'sim': ..., 'model': ...}``.
     """
     with open(osp.join(work_dir, 'last_checkpoint')) as f:
-        state = torch.load(f.read().strip(), map_location='cpu',
-                           weights_only=False)['state_dict']
+        state = torch.load(
+            f.read().strip(), map_location='cpu',
+            weights_only=False)['state_dict']
     counts = dict(sim=0, model=0)
     for name, value in state.items():
         if not value.is_floating_point() or name.startswith(NOT_INFERENCE):
             continue
         counts['model'] += value.numel()
-        if name.startswith('neck.') and not name.startswith(
-                'neck.input_proj.'):
+        if name.startswith(
+                'neck.') and not name.startswith('neck.input_proj.'):
             counts['sim'] += value.numel()
     return {k: int(v) for k, v in counts.items()}
 
@@ -333,8 +346,15 @@ def toy_data(wd: str, data_seed: int):
     return data_root
 
 
-def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
-        tag=None, threads=None, seed_key: str = 'randomness.seed',
+def run(cfg_path,
+        wd,
+        data_seed,
+        seed,
+        amp_dtype=None,
+        cfg_options=(),
+        tag=None,
+        threads=None,
+        seed_key: str = 'randomness.seed',
         checkpoint_interval=None) -> dict:
     """One run's metrics at each stage end, its time and neck size.
 
@@ -365,9 +385,9 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
     data_root = toy_data(wd, data_seed)
     stem = row_stem(cfg_path, amp_dtype, tag)
     run_dir = osp.join(wd, run_dir_name(stem, data_seed, seed))
-    seconds, resumed, shared = train(
-        cfg_path, run_dir, data_root, seed, amp_dtype, cfg_options, threads,
-        seed_key, checkpoint_interval)
+    seconds, resumed, shared = train(cfg_path, run_dir, data_root, seed,
+                                     amp_dtype, cfg_options, threads, seed_key,
+                                     checkpoint_interval)
     records = logged_records(run_dir, 'hIoU')
     out = dict(seconds=seconds, params=param_counts(run_dir))
     if resumed:  # its seconds are the last attempt's
@@ -377,8 +397,10 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
         out['started_from'] = f'{osp.basename(other)}/' \
             f'{osp.basename(checkpoint)}'
         own = records
-        records = {i: r for i, r in logged_records(other, 'hIoU').items()
-                   if i <= iteration}
+        records = {
+            i: r
+            for i, r in logged_records(other, 'hIoU').items() if i <= iteration
+        }
         records.update({i: r for i, r in own.items() if i > iteration})
     # the plan as run (--cfg-options included): the config the run dumped
     dumped = osp.join(run_dir, osp.basename(cfg_path))
@@ -387,17 +409,25 @@ def run(cfg_path, wd, data_seed, seed, amp_dtype=None, cfg_options=(),
         out[stage] = {k: record[k] for k in KEYS}
         # the mIoU of every class and, with GZSLIoUMetric(per_class=True),
         # each class's IoU (the supervised ceiling's criteria)
-        out[stage].update({k: v for k, v in record.items()
-                           if k == 'mIoU' or k.startswith('IoU.')})
+        out[stage].update({
+            k: v
+            for k, v in record.items() if k == 'mIoU' or k.startswith('IoU.')
+        })
         # each score's sd over resamples of the test images, where the
         # metric has them (GZSLIoUMetric(bootstrap=B), the toy data's)
-        out[stage].update({f'{k}_boot_sd': record[f'{k}_boot_sd']
-                           for k in KEYS if f'{k}_boot_sd' in record})
+        out[stage].update({
+            f'{k}_boot_sd': record[f'{k}_boot_sd']
+            for k in KEYS if f'{k}_boot_sd' in record
+        })
     return out
 
 
-def train_runs(todo, wd: str, results: dict, amp_dtype=None,
-               jobs: int = 1, seed_key: str = 'randomness.seed',
+def train_runs(todo,
+               wd: str,
+               results: dict,
+               amp_dtype=None,
+               jobs: int = 1,
+               seed_key: str = 'randomness.seed',
                checkpoint_interval=None) -> list:
     """Trains runs ``jobs`` at a time (each with ``OMP_NUM_THREADS`` =
     cores / jobs unless set), adding each to ``results`` and writing
@@ -432,13 +462,14 @@ def train_runs(todo, wd: str, results: dict, amp_dtype=None,
         takes_class_table(c)  # cached before the threads ask
     failed = []
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        futures = {pool.submit(run, c, wd, d, s, amp_dtype, options, tag,
-                               threads, seed_key, checkpoint_interval):
-                   (f'{row_stem(c, amp_dtype, tag)}/{d}/{s}',
-                    keys[c, tuple(options)],
-                    osp.join(wd, run_dir_name(row_stem(c, amp_dtype, tag),
-                                              d, s)))
-                   for c, tag, options, d, s in todo}
+        futures = {
+            pool.submit(run, c, wd, d, s, amp_dtype, options, tag, threads,
+                        seed_key, checkpoint_interval):
+            (f'{row_stem(c, amp_dtype, tag)}/{d}/{s}', keys[c,
+                                                            tuple(options)],
+             osp.join(wd, run_dir_name(row_stem(c, amp_dtype, tag), d, s)))
+            for c, tag, options, d, s in todo
+        }
         for future in as_completed(futures):
             name, key, run_dir = futures[future]
             if future.exception() is not None:
@@ -477,7 +508,9 @@ def row_stem(cfg_path: str, amp_dtype=None, tag=None) -> str:
     return '+'.join(x for x in (stem, amp_dtype, tag) if x)
 
 
-def foreign_runs(results: dict, todo, amp_dtype=None,
+def foreign_runs(results: dict,
+                 todo,
+                 amp_dtype=None,
                  seed_key: str = 'randomness.seed') -> list:
     """The stored runs that ``todo`` would take for its own but that ran
     something else (:func:`run_key`; runs stored before keys existed are
@@ -498,7 +531,7 @@ def foreign_runs(results: dict, todo, amp_dtype=None,
         name = f'{row_stem(c, amp_dtype, tag)}/{d}/{s}'
         stored = results.get(name, {}).get('key')
         if stored is not None and stored != run_key(c, amp_dtype, options,
-                                                     seed_key):
+                                                    seed_key):
             found.append(f'{name} (config {c})')
     return found
 

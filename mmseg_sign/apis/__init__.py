@@ -5,5 +5,7 @@ from .add_classes import REFIT_MODES, add_classes, save_grown
 from .inference import init_model_checked
 from .outputs import AddClassesError
 
-__all__ = ['add_classes', 'save_grown', 'AddClassesError', 'REFIT_MODES',
-           'init_model_checked']
+__all__ = [
+    'add_classes', 'save_grown', 'AddClassesError', 'REFIT_MODES',
+    'init_model_checked'
+]

@@ -34,17 +34,16 @@ from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
 from mmengine.runner.checkpoint import (_load_checkpoint,
                                         _load_checkpoint_to_model)
+from mmseg.registry import MODELS
 from torch import nn
 
-from mmseg.registry import MODELS
 from ..embeddings.table import save_class_embeddings
 from ..engine.checkpoint_checks import checkpoint_mismatches
 from ..utils.cli import check_option_keys
 from ..utils.state_dict import strip_module_prefix
 from .class_vectors import new_class_vectors
 from .grown_config import (_dump_config, check_not_grown, grown_config,
-                           new_palette, self_train_config,
-                           unlisted_classes)
+                           new_palette, self_train_config, unlisted_classes)
 from .outputs import (AddClassesError, check_count, check_device,
                       check_out_dir, clear_owned, input_paths, save_model)
 from .refit import (check_refit_split, plan_stage, real_batches,
@@ -71,10 +70,13 @@ def _load_strict(model: nn.Module, checkpoint: str, config_name: str):
         raise AddClassesError(f'{checkpoint} holds a {type(ckpt).__name__}, '
                               'not a checkpoint dict.')
     problems = checkpoint_mismatches(  # the refit runs G: no published one
-        model, ckpt, ignore_shapes=('class_embedding', ), inference=False)
+        model,
+        ckpt,
+        ignore_shapes=('class_embedding', ),
+        inference=False)
     if problems:
-        saved = strip_module_prefix(ckpt.get('state_dict', ckpt)).get(
-            'decode_head.conv_seg.weight')
+        saved = strip_module_prefix(ckpt.get(
+            'state_dict', ckpt)).get('decode_head.conv_seg.weight')
         hint = ''
         if saved is not None and hasattr(model, 'decode_head') and \
                 saved.shape[0] != model.decode_head.num_classes:
@@ -110,8 +112,7 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
                 seed: int = 0,
                 device: str = 'cpu',
                 cfg_options: Optional[dict] = None,
-                regrow: bool = False
-                ) -> Tuple[nn.Module, Config]:
+                regrow: bool = False) -> Tuple[nn.Module, Config]:
     """Add the classes ``names`` to a trained SIGN model.
 
     Args:
@@ -180,23 +181,22 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
     else:
         model = None
         cfg = Config.fromfile(model_or_config) if isinstance(
-            model_or_config, (str, os.PathLike)) else copy.deepcopy(
-                model_or_config)
+            model_or_config,
+            (str, os.PathLike)) else copy.deepcopy(model_or_config)
         config_name = str(model_or_config) if isinstance(
-            model_or_config, (str, os.PathLike)) else (
-                cfg.filename or 'the config')
+            model_or_config,
+            (str, os.PathLike)) else (cfg.filename or 'the config')
         if checkpoint is None:
             raise AddClassesError('a config needs its checkpoint.')
     if cfg_options:
         try:  # a misspelt key would be kept in the grown config, unread
             check_option_keys(cfg, cfg_options)
         except SystemExit as err:
-            raise AddClassesError(
-                str(err).replace('error: ', '', 1)) from None
+            raise AddClassesError(str(err).replace('error: ', '', 1)) from None
         cfg.merge_from_dict(cfg_options)
-    inputs = input_paths(cfg.filename, checkpoint, source, synonyms,
-                         vectors if isinstance(vectors,
-                                               (str, os.PathLike)) else None)
+    inputs = input_paths(
+        cfg.filename, checkpoint, source, synonyms,
+        vectors if isinstance(vectors, (str, os.PathLike)) else None)
     if work_dir is not None:
         check_out_dir(work_dir, inputs, force)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
@@ -211,8 +211,8 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
     else:
         meta = {}
         if checkpoint is not None:
-            meta = copy.deepcopy(_load_strict(model, checkpoint,
-                                              config_name).get('meta', {}))
+            meta = copy.deepcopy(
+                _load_strict(model, checkpoint, config_name).get('meta', {}))
         meta.setdefault('dataset_meta',
                         copy.deepcopy(getattr(model, 'dataset_meta', None)))
     check_not_grown(meta, checkpoint, names, regrow)
@@ -227,8 +227,7 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
     dataset_meta = dict(meta.get('dataset_meta') or {})
     if head.class_names is None and dataset_meta.get('classes'):
         head.class_names = tuple(dataset_meta['classes'])
-    if not bool(head.unseen_mask.any()) and dataset_meta.get(
-            'unseen_classes'):
+    if not bool(head.unseen_mask.any()) and dataset_meta.get('unseen_classes'):
         head.set_class_split(dataset_meta['unseen_classes'])
     check_refit_split(cfg, head, config_name, checkpoint)
     new = new_class_vectors(names, vectors, source, synonyms, normalize,
@@ -240,15 +239,18 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
     model.to(device)
     classes = head.class_names
     unseen = [c for c, u in zip(classes, head.unseen_mask.tolist()) if u]
-    print_log(f'add_classes: {len(classes)} classes, unseen {unseen}',
-              logger='current')
+    print_log(
+        f'add_classes: {len(classes)} classes, unseen {unseen}',
+        logger='current')
 
     iters, opts, optimizer = refit_plan(cfg, iters)
     batches = real_batches(cfg, seed) if real else None
     stage = plan_stage(cfg, 'self_train')
     if stage is None and self_train_iters:
-        print_log(f'add_classes: {config_name} has no self-training stage; '
-                  'self_train_iters is ignored.', logger='current')
+        print_log(
+            f'add_classes: {config_name} has no self-training stage; '
+            'self_train_iters is ignored.',
+            logger='current')
     if stage is not None and self_train_iters:
         stage['iters'] = self_train_iters
     # (self_train_iters=0: none now; save_grown writes the plan's stage)
@@ -258,8 +260,8 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
     if self_train and unlisted:
         raise AddClassesError(
             'self-training reads the training data on the grown class '
-            'list, but ' + '; '.join(
-                f'{t} does not list {m}' for t, m in unlisted.items()) +
+            'list, but ' + '; '.join(f'{t} does not list {m}'
+                                     for t, m in unlisted.items()) +
             ' (mmseg builds a dataset only with classes of its METAINFO). '
             'Add a class the dataset lists (train without it: '
             "held_out_classes=['NAME'], as configs/sign/"
@@ -273,23 +275,25 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
             'self_train_iters=0 to refit only.')
     if unlisted:
         print_log(
-            'add_classes: ' + '; '.join(
-                f'{t} does not list {m}' for t, m in unlisted.items()) +
+            'add_classes: ' + '; '.join(f'{t} does not list {m}'
+                                        for t, m in unlisted.items()) +
             ': the grown config cannot build those datasets (mmseg refuses '
             'a class outside METAINFO), so it serves inference '
             '(init_model, MMSegInferencer), not tools/test.py or training.',
-            logger='current', level=logging.WARNING)
+            logger='current',
+            level=logging.WARNING)
 
-    refit_classifier(model, iters, opts, optimizer, batches, refit,
-                     num_new=len(names))
+    refit_classifier(
+        model, iters, opts, optimizer, batches, refit, num_new=len(names))
     del batches  # its loader's workers
 
     palette = list(dataset_meta.get('palette') or [])
     palette += new_palette(len(classes) - len(palette), seed or 0)
-    dataset_meta.update(classes=tuple(classes), palette=palette,
-                        unseen_classes=tuple(unseen),
-                        seen_classes=tuple(c for c in classes
-                                           if c not in unseen))
+    dataset_meta.update(
+        classes=tuple(classes),
+        palette=palette,
+        unseen_classes=tuple(unseen),
+        seen_classes=tuple(c for c in classes if c not in unseen))
     meta.update(dataset_meta=dataset_meta, sign_added_classes=tuple(names))
     if checkpoint is not None:
         meta['sign_added_from'] = osp.abspath(checkpoint)
@@ -303,28 +307,36 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
         save_class_embeddings(table, list(classes),
                               head.class_embedding.cpu().numpy())
     grown = grown_config(cfg, classes, unseen, table)
-    info = dict(meta=meta, inputs=inputs, stage=stage, seed=seed,
-                self_trained=False, unlisted=unlisted,
-                # the directory self-training prepared (save_grown may
-                # write there without force)
-                work_dir=osp.realpath(work_dir) if self_train else None)
+    info = dict(
+        meta=meta,
+        inputs=inputs,
+        stage=stage,
+        seed=seed,
+        self_trained=False,
+        unlisted=unlisted,
+        # the directory self-training prepared (save_grown may
+        # write there without force)
+        work_dir=osp.realpath(work_dir) if self_train else None)
     if self_train:
         save_model(model, meta, osp.join(out, 'refit.pth'))
         st_cfg = self_train_config(grown, stage, osp.join(out, 'refit.pth'),
                                    osp.join(out, 'self_train'), seed)
         _dump_config(st_cfg, osp.join(out, 'self_train.py'))
-        print_log(f'add_classes: self-training for {stage["iters"]} '
-                  'iterations on the grown class list '
-                  f'({osp.join(out, "self_train.py")})', logger='current')
+        print_log(
+            f'add_classes: self-training for {stage["iters"]} '
+            'iterations on the grown class list '
+            f'({osp.join(out, "self_train.py")})',
+            logger='current')
         runner = Runner.from_cfg(st_cfg)
         runner.train()
         model = runner.model.module if is_model_wrapper(
             runner.model) else runner.model
         info['self_trained'] = True
     elif stage is not None and self_train_iters != 0:
-        print_log('add_classes: no self-training: it needs the training '
-                  'data (real=False / --no-real, or not reachable).',
-                  logger='current')
+        print_log(
+            'add_classes: no self-training: it needs the training '
+            'data (real=False / --no-real, or not reachable).',
+            logger='current')
     model.eval()
     model.cfg = grown
     model.dataset_meta = copy.deepcopy(dataset_meta)
@@ -332,7 +344,9 @@ def add_classes(model_or_config: Union[str, Config, nn.Module],
     return model, grown
 
 
-def save_grown(model: nn.Module, config: Config, out: str,
+def save_grown(model: nn.Module,
+               config: Config,
+               out: str,
                force: bool = False) -> dict:
     """Write what :func:`add_classes` returned into the directory ``out``:
     ``config.py`` (the grown config, its table path ``out``'s),
@@ -381,9 +395,10 @@ def save_grown(model: nn.Module, config: Config, out: str,
     stage = info['stage']
     if stage is not None and not info['self_trained']:
         if info['unlisted']:
-            print_log('add_classes: self_train.py is not written: the '
-                      'training dataset does not list the added classes.',
-                      logger='current')
+            print_log(
+                'add_classes: self_train.py is not written: the '
+                'training dataset does not list the added classes.',
+                logger='current')
         else:
             written['refit'] = osp.join(out, 'refit.pth')
             save_model(model, info['meta'], written['refit'])
@@ -392,8 +407,10 @@ def save_grown(model: nn.Module, config: Config, out: str,
                 self_train_config(config, stage, written['refit'],
                                   osp.join(out, 'self_train'), info['seed']),
                 written['self_train'])
-            print_log('add_classes: no self-training run; tools/train.py '
-                      f'{written["self_train"]} runs it.', logger='current')
+            print_log(
+                'add_classes: no self-training run; tools/train.py '
+                f'{written["self_train"]} runs it.',
+                logger='current')
     written['model'] = osp.join(out, 'model.pth')
     save_model(model, info['meta'], written['model'])
     return written

@@ -22,8 +22,12 @@ def _read_synonyms(synonyms):
         raise AddClassesError(str(err)) from None
 
 
-def new_class_vectors(names, vectors=None, source=None, synonyms=None,
-                      normalize=True, use_default_synonyms=True,
+def new_class_vectors(names,
+                      vectors=None,
+                      source=None,
+                      synonyms=None,
+                      normalize=True,
+                      use_default_synonyms=True,
                       fasttext_oov=False) -> np.ndarray:
     """``[n, D]`` embeddings of ``names``: ``vectors`` (an array, or a
     class-embedding table ``.npz`` holding the names) or built from
@@ -60,8 +64,11 @@ def new_class_vectors(names, vectors=None, source=None, synonyms=None,
         if vectors is not None:
             return np.asarray(vectors, dtype=np.float32)
         return embeddings.build_class_embeddings(
-            names, source, synonyms=_read_synonyms(synonyms),
-            normalize=normalize, use_default_synonyms=use_default_synonyms,
+            names,
+            source,
+            synonyms=_read_synonyms(synonyms),
+            normalize=normalize,
+            use_default_synonyms=use_default_synonyms,
             fasttext_oov=fasttext_oov)
     except AddClassesError:
         raise

@@ -7,8 +7,8 @@ from typing import Sequence
 
 import numpy as np
 from mmengine.config import Config
-
 from mmseg.registry import DATASETS
+
 from ..structures.stage_plan import without_other_modes
 from .outputs import AddClassesError, atomic_write
 
@@ -80,9 +80,10 @@ def _set_split(dataset, classes, unseen) -> None:
                 for key in ('held_out_classes', 'seen_classes',
                             'unseen_classes', 'classes'):
                     d['metainfo'].pop(key, None)
-    dataset['metainfo'] = dict(dataset.get('metainfo') or {},
-                               classes=list(classes),
-                               unseen_classes=list(unseen))
+    dataset['metainfo'] = dict(
+        dataset.get('metainfo') or {},
+        classes=list(classes),
+        unseen_classes=list(unseen))
 
 
 def grown_config(cfg, classes, unseen, table_path) -> Config:
@@ -216,8 +217,8 @@ def check_lists_classes(cfg, key: str = 'test_dataloader') -> None:
     if missing:
         raise ValueError(
             f'{key}: ' + '; '.join(f'{t} does not list {m}'
-                                   for t, m in missing.items())
-            + ' (mmseg builds a dataset only with classes of its METAINFO). '
+                                   for t, m in missing.items()) +
+            ' (mmseg builds a dataset only with classes of its METAINFO). '
             'This config was grown by add_classes with a class outside the '
             'dataset: it serves inference (mmseg.apis.init_model, '
             'MMSegInferencer), not testing. To score the class, grow a model '

@@ -14,8 +14,7 @@ from typing import Optional, Sequence, Union
 from mmengine.config import Config
 from mmengine.runner.checkpoint import _load_checkpoint_to_model
 
-from ..engine.checkpoint_checks import (checkpoint_mismatches,
-                                        mismatch_message)
+from ..engine.checkpoint_checks import checkpoint_mismatches, mismatch_message
 from ..engine.hooks.strict_checkpoint_hook import CheckpointMismatchError
 from ..utils.checkpoint import load_checkpoint_file
 
@@ -43,8 +42,8 @@ def init_model_checked(config: Union[str, Config],
         CheckpointMismatchError: naming what does not fit and the fix.
     """
     from mmseg.apis import init_model
-    name = config if isinstance(config, str) else (config.filename or
-                                                   'the config')
+    name = config if isinstance(config, str) else (config.filename
+                                                   or 'the config')
     cfg = Config.fromfile(config) if isinstance(config, str) else config
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
@@ -61,7 +60,8 @@ def init_model_checked(config: Union[str, Config],
     return model
 
 
-def model_and_test_set(config: str, checkpoint: str,
+def model_and_test_set(config: str,
+                       checkpoint: str,
                        cfg_options: Optional[dict] = None,
                        device: str = 'cpu') -> tuple:
     """An analysis tool's start: the config with its ``--cfg-options``,
@@ -90,7 +90,9 @@ def model_and_test_set(config: str, checkpoint: str,
     dataset = DATASETS.build(cfg.test_dataloader.dataset)
     try:
         model = init_model_checked(
-            cfg, checkpoint, device,
+            cfg,
+            checkpoint,
+            device,
             dataset_classes=dataset.metainfo['classes'])
     except CheckpointMismatchError as err:
         raise SystemExit(f'error: {err}') from None

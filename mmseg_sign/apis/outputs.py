@@ -91,8 +91,7 @@ def check_out_dir(out, inputs: Iterable = (), force: bool = False) -> str:
                     f'there{note}. Write to another directory.')
     if osp.isdir(real) and os.listdir(real) and not force:
         present = sorted(set(os.listdir(real)))
-        listed = ', '.join(present[:6]) + (', ...' if len(present) > 6
-                                           else '')
+        listed = ', '.join(present[:6]) + (', ...' if len(present) > 6 else '')
         raise AddClassesError(
             f'the output directory {out_path} is not empty ({listed}): a '
             'new run there would mix its outputs with the old ones (stale '
@@ -114,8 +113,8 @@ def clear_owned(out: str) -> None:
         return
     for entry in os.listdir(out):
         path = osp.join(out, entry)
-        if entry in OWNED or any(entry.startswith(f'.{name}.')
-                                 for name in OWNED):
+        if entry in OWNED or any(
+                entry.startswith(f'.{name}.') for name in OWNED):
             if osp.isdir(path) and not osp.islink(path):
                 shutil.rmtree(path)
             else:
@@ -162,8 +161,8 @@ def check_count(name: str, value) -> None:
     Raises:
         AddClassesError: naming it.
     """
-    if value is not None and (isinstance(value, bool) or
-                              not isinstance(value, int) or value < 0):
+    if value is not None and (isinstance(value, bool)
+                              or not isinstance(value, int) or value < 0):
         raise AddClassesError(f'{name} must be an integer >= 0 (or None), '
                               f'got {value!r}.')
 

@@ -80,7 +80,8 @@ def _check_output(in_file: str, out_file: str) -> None:
                       'checkpoints/NAME.pth')
 
 
-def process_checkpoint(in_file: str, out_file: str,
+def process_checkpoint(in_file: str,
+                       out_file: str,
                        add_hash: bool = True) -> str:
     """Write the published checkpoint; return its final path.
 

@@ -29,8 +29,9 @@ def plan_stage(cfg, name: str) -> Optional[dict]:
     Returns:
         dict | None: the stage.
     """
-    return next((dict(s) for s in StagePlan.from_config(cfg) or []
-                 if s['name'] == name), None)
+    return next(
+        (dict(s)
+         for s in StagePlan.from_config(cfg) or [] if s['name'] == name), None)
 
 
 def refit_plan(cfg, iters: Optional[int]):
@@ -46,12 +47,10 @@ def refit_plan(cfg, iters: Optional[int]):
         stage in ``'classifier'`` mode with its loss weights, and the
         config's ``transfer`` optimizer.
     """
-    transfer = plan_stage(cfg, 'transfer') or dict(name='transfer',
-                                                   iters=1000)
+    transfer = plan_stage(cfg, 'transfer') or dict(name='transfer', iters=1000)
     opts = stage_options(0, dict(transfer, mode='classifier'))
-    optimizer = (cfg.get('optim_wrapper', None) or {}).get(
-        'transfer', {}).get('optimizer',
-                            dict(type='Adam', lr=1e-4, betas=(0.5, 0.999)))
+    optimizer = (cfg.get('optim_wrapper', None) or {}).get('transfer', {}).get(
+        'optimizer', dict(type='Adam', lr=1e-4, betas=(0.5, 0.999)))
     return iters or transfer['iters'], opts, optimizer
 
 
@@ -87,11 +86,12 @@ def real_batches(cfg, seed: int):
             'building the config\'s train_dataloader failed on a missing '
             f'key: {err.args[0] if err.args else err}. Fix the config, or '
             'pass real=False (--no-real) to refit on generated features '
-            'only.'
-        ) from err
+            'only.') from err
     except (OSError, ValueError, AttributeError) as err:
-        print_log(f'add_classes: the training data is not reachable ({err}); '
-                  'C is refit on generated features only.', logger='current')
+        print_log(
+            f'add_classes: the training data is not reachable ({err}); '
+            'C is refit on generated features only.',
+            logger='current')
         return None
 
     def endless():
@@ -101,8 +101,13 @@ def real_batches(cfg, seed: int):
     return endless()
 
 
-def refit_classifier(model, iters: int, opts: dict, optimizer_cfg: dict,
-                     batches, refit: str = 'classifier', num_new: int = 0,
+def refit_classifier(model,
+                     iters: int,
+                     opts: dict,
+                     optimizer_cfg: dict,
+                     batches,
+                     refit: str = 'classifier',
+                     num_new: int = 0,
                      pixels: int = 4096) -> None:
     """The transfer stage's classifier step (eq. 9) ``iters`` times: E, SIM
     and G frozen; C learns from real seen features (``batches``) and
@@ -134,8 +139,9 @@ def refit_classifier(model, iters: int, opts: dict, optimizer_cfg: dict,
         dict(type='OptimWrapper', optimizer=dict(optimizer_cfg)))
     conv = head.conv_seg
     old = conv.out_channels - num_new
-    kept = [conv.weight[:old].detach().clone(),
-            conv.bias[:old].detach().clone()]
+    kept = [
+        conv.weight[:old].detach().clone(), conv.bias[:old].detach().clone()
+    ]
     model.eval()
     head.train()  # dropout before C and in G, as in the transfer stage
     like = head.class_embedding
@@ -150,8 +156,9 @@ def refit_classifier(model, iters: int, opts: dict, optimizer_cfg: dict,
                                         opts['synth_weight'],
                                         opts.get('latent', 'prior'))
         else:
-            losses = dict(loss_ce_synth=head.loss_synthetic(
-                pixels, like, opts['synth_weight']))
+            losses = dict(
+                loss_ce_synth=head.loss_synthetic(pixels, like,
+                                                  opts['synth_weight']))
         loss = sum(losses.values())
         if not torch.isfinite(loss):
             raise FloatingPointError(f'add_classes: non-finite loss at '
@@ -184,19 +191,21 @@ def check_refit_split(cfg, head, config_name: str, checkpoint) -> None:
     """
     if head.class_names is None or not bool(head.unseen_mask.any()):
         return
-    model_unseen = tuple(c for c, u in zip(head.class_names,
-                                           head.unseen_mask.tolist()) if u)
+    model_unseen = tuple(
+        c for c, u in zip(head.class_names, head.unseen_mask.tolist()) if u)
     loader = cfg.get('train_dataloader') or {}
     meta = metainfo_from_cfg(loader.get('dataset')) or {}
     config_unseen = meta.get('unseen_classes')
-    if config_unseen is None or {c.strip() for c in config_unseen} == {
-            c.strip() for c in model_unseen}:
+    if config_unseen is None or {c.strip()
+                                 for c in config_unseen
+                                 } == {c.strip()
+                                       for c in model_unseen}:
         return
     raise AddClassesError(
         f"the training data of {config_name} hold the unseen classes "
-        f'{tuple(config_unseen)}, but the model'
-        + (f' ({checkpoint})' if checkpoint else '')
-        + f' was trained with {model_unseen} unseen: the refit would '
+        f'{tuple(config_unseen)}, but the model' +
+        (f' ({checkpoint})' if checkpoint else '') +
+        f' was trained with {model_unseen} unseen: the refit would '
         'train the classifier on real pixels of classes the model holds '
         'unseen. Use the config the checkpoint was trained with, or give '
         "its datasets the checkpoint's split: metainfo=dict(unseen_classes="

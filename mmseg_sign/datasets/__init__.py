@@ -1,3 +1,4 @@
+from ..structures.class_split import resolve_split
 from .camvid import ZeroShotCamVidDataset
 from .coco_stuff import ZeroShotCOCOStuffDataset
 from .pascal_context import (ZeroShotPascalContext59Dataset,
@@ -5,7 +6,6 @@ from .pascal_context import (ZeroShotPascalContext59Dataset,
 from .toy import ZeroShotToyDataset
 from .transforms import CheckSegLabels, MaskUnseenClasses, PaperEvalResize
 from .voc import ZeroShotPascalVOCDataset
-from ..structures.class_split import resolve_split
 from .zero_shot import ZeroShotSegDataset
 from .zero_shot_wrapper import (ZeroShotDataset, ZeroShotMixin,
                                 dataset_metainfo_from_cfg, zero_shot_class,
@@ -14,8 +14,8 @@ from .zero_shot_wrapper import (ZeroShotDataset, ZeroShotMixin,
 __all__ = [
     'ZeroShotSegDataset', 'ZeroShotPascalVOCDataset',
     'ZeroShotPascalContextDataset', 'ZeroShotPascalContext59Dataset',
-    'ZeroShotCOCOStuffDataset', 'ZeroShotCamVidDataset', 'ZeroShotToyDataset', 'MaskUnseenClasses',
-    'CheckSegLabels', 'PaperEvalResize', 'resolve_split', 'ZeroShotDataset',
-    'ZeroShotMixin', 'zero_shot_class', 'zero_shot_metainfo_from_cfg',
-    'dataset_metainfo_from_cfg'
+    'ZeroShotCOCOStuffDataset', 'ZeroShotCamVidDataset', 'ZeroShotToyDataset',
+    'MaskUnseenClasses', 'CheckSegLabels', 'PaperEvalResize', 'resolve_split',
+    'ZeroShotDataset', 'ZeroShotMixin', 'zero_shot_class',
+    'zero_shot_metainfo_from_cfg', 'dataset_metainfo_from_cfg'
 ]

@@ -3,6 +3,7 @@ import copy
 from typing import Optional
 
 from mmseg.registry import DATASETS
+
 from .class_names import CAMVID_CLASSES, CAMVID_HELD_OUT, CAMVID_UNSEEN
 from .zero_shot import ZeroShotSegDataset
 
@@ -26,10 +27,9 @@ class ZeroShotCamVidDataset(ZeroShotSegDataset):
     METAINFO = dict(
         classes=CAMVID_CLASSES,
         # the SegNet tutorial's colours
-        palette=[[128, 128, 128], [128, 0, 0], [192, 192, 128],
-                 [128, 64, 128], [60, 40, 222], [128, 128, 0],
-                 [192, 128, 128], [64, 64, 128], [64, 0, 128],
-                 [64, 64, 0], [0, 128, 192]],
+        palette=[[128, 128, 128], [128, 0, 0], [192, 192, 128], [128, 64, 128],
+                 [60, 40, 222], [128, 128, 0], [192, 128, 128], [64, 64, 128],
+                 [64, 0, 128], [64, 64, 0], [0, 128, 192]],
         unseen_classes=CAMVID_UNSEEN)
     REDUCE_ZERO_LABEL = False  # the converted maps: 0 = sky, 255 = void
     HOW_TO_GET = ('Convert the SegNet tutorial\'s CamVid with `python '

@@ -1,6 +1,7 @@
 """Pascal Context: the 33-class (CaGNet / SIGN) and 59-class protocols."""
 from mmseg.datasets import PascalContextDataset59
 from mmseg.registry import DATASETS
+
 from .class_names import CONTEXT33_CLASSES, CONTEXT33_UNSEEN, CONTEXT59_UNSEEN
 from .context33 import context59_name
 from .zero_shot import ZeroShotSegDataset
@@ -15,14 +16,20 @@ class _PascalContextDataset(ZeroShotSegDataset):
     (``REDUCE_ZERO_LABEL``)."""
     REDUCE_ZERO_LABEL = False
 
-    def __init__(self, ann_file='', img_suffix='.jpg',
-                 seg_map_suffix='.png', reduce_zero_label=None, **kwargs):
+    def __init__(self,
+                 ann_file='',
+                 img_suffix='.jpg',
+                 seg_map_suffix='.png',
+                 reduce_zero_label=None,
+                 **kwargs):
         if reduce_zero_label is None:
             reduce_zero_label = self.REDUCE_ZERO_LABEL
         super().__init__(
-            ann_file=ann_file, img_suffix=img_suffix,
+            ann_file=ann_file,
+            img_suffix=img_suffix,
             seg_map_suffix=seg_map_suffix,
-            reduce_zero_label=reduce_zero_label, **kwargs)
+            reduce_zero_label=reduce_zero_label,
+            **kwargs)
 
 
 @DATASETS.register_module()

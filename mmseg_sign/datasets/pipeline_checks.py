@@ -67,8 +67,10 @@ def _image_size(info: dict, dataset):
     if not path:
         return None
     try:
-        with Image.open(io.BytesIO(fileio.get(
-                path, getattr(dataset, 'backend_args', None)))) as img:
+        with Image.open(
+                io.BytesIO(
+                    fileio.get(path, getattr(dataset, 'backend_args',
+                                             None)))) as img:
             return img.size[1], img.size[0]
     except OSError:  # PIL's UnidentifiedImageError is one
         return None
@@ -90,10 +92,12 @@ def check_files_exist(dataset) -> None:
     ann = getattr(dataset, 'ann_file', '')
     missing = [f'the split file {ann}'] if ann and not osp.isfile(ann) \
         else []
-    missing += [f'the {key} folder {folder}'
-                for key, folder in (dataset.data_prefix or {}).items()
-                if key in ('img_path', 'seg_map_path') and folder and
-                not osp.isdir(folder)]
+    missing += [
+        f'the {key} folder {folder}'
+        for key, folder in (dataset.data_prefix or {}).items()
+        if key in ('img_path',
+                   'seg_map_path') and folder and not osp.isdir(folder)
+    ]
     if not missing:
         return
     root = dataset.data_root
@@ -101,8 +105,7 @@ def check_files_exist(dataset) -> None:
         f'relative to {os.getcwd()}'
     what = (f'data_root {root!r} does not exist' +
             (f' ({where})' if where else '')
-            if root and not osp.isdir(root) else
-            ' and '.join(missing) +
+            if root and not osp.isdir(root) else ' and '.join(missing) +
             f' do{"es" if len(missing) == 1 else ""} not exist '
             f'(data_root={root!r}' + (f', {where}' if where else '') + ')')
     raise FileNotFoundError(

@@ -1,5 +1,6 @@
 """The built-in toy zero-shot dataset (``tools/make_toy_dataset.py``)."""
 from mmseg.registry import DATASETS
+
 from .class_names import TOY_CLASSES, TOY_PALETTE, TOY_UNSEEN
 from .zero_shot import ZeroShotSegDataset
 
@@ -15,8 +16,13 @@ class ZeroShotToyDataset(ZeroShotSegDataset):
     HOW_TO_GET = ('Make it with `python tools/make_toy_dataset.py` (data/toy '
                   'by default; the README\'s quick start).')
 
-    def __init__(self, ann_file='', img_suffix='.png',
-                 seg_map_suffix='.png', **kwargs):
+    def __init__(self,
+                 ann_file='',
+                 img_suffix='.png',
+                 seg_map_suffix='.png',
+                 **kwargs):
         super().__init__(
-            ann_file=ann_file, img_suffix=img_suffix,
-            seg_map_suffix=seg_map_suffix, **kwargs)
+            ann_file=ann_file,
+            img_suffix=img_suffix,
+            seg_map_suffix=seg_map_suffix,
+            **kwargs)

@@ -2,9 +2,9 @@
 import os.path as osp
 
 import mmengine.fileio as fileio
-
 from mmseg.datasets import PascalVOCDataset
 from mmseg.registry import DATASETS
+
 from .class_names import VOC20_CLASSES, VOC20_UNSEEN
 from .zero_shot import ZeroShotSegDataset
 
@@ -23,11 +23,17 @@ class ZeroShotPascalVOCDataset(ZeroShotSegDataset):
         unseen_classes=VOC20_UNSEEN)
     REDUCE_ZERO_LABEL = True  # the label maps' convention
 
-    def __init__(self, ann_file, img_suffix='.jpg', seg_map_suffix='.png',
-                 reduce_zero_label=True, **kwargs):
+    def __init__(self,
+                 ann_file,
+                 img_suffix='.jpg',
+                 seg_map_suffix='.png',
+                 reduce_zero_label=True,
+                 **kwargs):
         super().__init__(
-            ann_file=ann_file, img_suffix=img_suffix,
+            ann_file=ann_file,
+            img_suffix=img_suffix,
             seg_map_suffix=seg_map_suffix,
-            reduce_zero_label=reduce_zero_label, **kwargs)
+            reduce_zero_label=reduce_zero_label,
+            **kwargs)
         assert fileio.exists(self.data_prefix['img_path'],
                              self.backend_args) and osp.isfile(self.ann_file)

@@ -16,9 +16,9 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 from mmengine.logging import print_log
-
 from mmseg.datasets import BaseSegDataset
 from mmseg.registry import DATASETS
+
 from ..structures.class_split import (ClassRefs, _as_list, resolve_class_refs,
                                       resolve_split, split_into_metainfo)
 from .pipeline_checks import (_draws_at_random, _image_size, _swap_loaders,
@@ -34,8 +34,10 @@ def _refuse_held_out_in_split(where: str, held_out: Sequence[str],
     too is an error that says so (not an 'unknown class')."""
     held = {h.strip() for h in held_out}
     for key, refs in split.items():
-        both = [r for r in _as_list(refs)
-                if isinstance(r, str) and r.strip() in held]
+        both = [
+            r for r in _as_list(refs)
+            if isinstance(r, str) and r.strip() in held
+        ]
         if both:
             raise ValueError(
                 f'{where}: {both} are held out (held_out_classes) and also '
@@ -89,7 +91,8 @@ class ZeroShotMixin:
                  **kwargs):
         self._check_reduce_zero_label(kwargs.get('reduce_zero_label'))
         metainfo = self.metainfo_argument(
-            metainfo, seen_classes=seen_classes,
+            metainfo,
+            seen_classes=seen_classes,
             unseen_classes=unseen_classes,
             held_out_classes=held_out_classes)
         self.drop_unseen_images = drop_unseen_images
@@ -118,7 +121,8 @@ class ZeroShotMixin:
             'documented preparation writes).')
 
     @classmethod
-    def metainfo_argument(cls, metainfo: Optional[dict] = None,
+    def metainfo_argument(cls,
+                          metainfo: Optional[dict] = None,
                           seen_classes: Optional[ClassRefs] = None,
                           unseen_classes: Optional[ClassRefs] = None,
                           held_out_classes: Optional[Sequence[str]] = None,
@@ -128,11 +132,13 @@ class ZeroShotMixin:
         config checks resolve a dataset config through it without building
         the dataset."""
         metainfo = split_into_metainfo(
-            metainfo, cls.__name__, seen_classes=seen_classes,
+            metainfo,
+            cls.__name__,
+            seen_classes=seen_classes,
             unseen_classes=unseen_classes)
         if held_out_classes:
-            metainfo = dict(metainfo or {},
-                            held_out_classes=_as_list(held_out_classes))
+            metainfo = dict(
+                metainfo or {}, held_out_classes=_as_list(held_out_classes))
         return metainfo
 
     @classmethod
@@ -145,27 +151,27 @@ class ZeroShotMixin:
             classes = metainfo.get('classes') or cls.METAINFO.get('classes')
             held_out = resolve_class_refs(held_out, classes,
                                           'held_out_classes')
-            _refuse_held_out_in_split(cls.__name__, held_out,
-                                      seen_classes=user_seen,
-                                      unseen_classes=user_unseen)
+            _refuse_held_out_in_split(
+                cls.__name__,
+                held_out,
+                seen_classes=user_seen,
+                unseen_classes=user_unseen)
             metainfo['classes'] = [c for c in classes if c not in held_out]
         merged = super()._load_metainfo(metainfo)
         if user_seen is None and user_unseen is None:
             user_seen = cls.METAINFO.get('seen_classes')
             user_unseen = cls.METAINFO.get('unseen_classes')
             if held_out:  # the protocol's default split, less them
-                user_seen, user_unseen = (
-                    None if refs is None else
-                    [c for c in refs if c not in held_out]
-                    for refs in (user_seen, user_unseen))
+                user_seen, user_unseen = (None if refs is None else [
+                    c for c in refs if c not in held_out
+                ] for refs in (user_seen, user_unseen))
         if user_seen is None and user_unseen is None:
             raise ValueError(
                 f'{cls.__name__} needs `unseen_classes` (or `seen_classes`)'
                 ': class names or indices, e.g. '
                 "dict(type='ZeroShotDataset', dataset_type=..., "
                 "unseen_classes=['bed', 'plant']).")
-        seen, unseen = resolve_split(merged['classes'], user_seen,
-                                     user_unseen)
+        seen, unseen = resolve_split(merged['classes'], user_seen, user_unseen)
         merged.update(seen_classes=seen, unseen_classes=unseen)
         if held_out:
             merged['held_out_classes'] = tuple(held_out)
@@ -183,8 +189,8 @@ class ZeroShotMixin:
         name = type(self).__name__
         if not data_list:
             ann = getattr(self, 'ann_file', '')
-            where = (f'the split file {ann!r} lists no sample' if ann else
-                     'no image with suffix '
+            where = (f'the split file {ann!r} lists no sample'
+                     if ann else 'no image with suffix '
                      f"{getattr(self, 'img_suffix', '?')!r} in "
                      f"{self.data_prefix.get('img_path', '?')!r}")
             raise ValueError(f'{name}: the dataset is empty: {where}. Check '
@@ -240,12 +246,18 @@ class ZeroShotMixin:
         loaders = _swap_loaders(pipeline, self)
         transforms = pipeline.transforms
         names = [type(t).__name__ for t in transforms]
-        top = [i for i, t in enumerate(transforms)
-               if isinstance(t, LoadAnnotations)]
-        masks = [i for i, t in enumerate(transforms)
-                 if isinstance(t, MaskUnseenClasses)]
-        packs = [i for i, t in enumerate(transforms)
-                 if isinstance(t, PackSegInputs)]
+        top = [
+            i for i, t in enumerate(transforms)
+            if isinstance(t, LoadAnnotations)
+        ]
+        masks = [
+            i for i, t in enumerate(transforms)
+            if isinstance(t, MaskUnseenClasses)
+        ]
+        packs = [
+            i for i, t in enumerate(transforms)
+            if isinstance(t, PackSegInputs)
+        ]
         name = type(self).__name__
         if masks:
             if self.test_mode:
@@ -255,8 +267,8 @@ class ZeroShotMixin:
                     'ignore: the evaluation would score nothing on them. '
                     "Use dict(type='CheckSegLabels') in val / test "
                     'pipelines.')
-            if not top or masks[0] < top[0] or (packs and
-                                                masks[-1] > packs[0]):
+            if not top or masks[0] < top[0] or (packs
+                                                and masks[-1] > packs[0]):
                 raise ValueError(
                     f'{name}: MaskUnseenClasses at position {masks[0]} of '
                     f'the pipeline {names} does nothing there (it needs the '
@@ -266,8 +278,7 @@ class ZeroShotMixin:
             return 'train'
         if not loaders:
             return None
-        randoms = [n for n, t in zip(names, transforms)
-                   if _draws_at_random(t)]
+        randoms = [n for n, t in zip(names, transforms) if _draws_at_random(t)]
         train_like = bool(randoms) and not self.test_mode
         if self.drop_unseen_images and not train_like:
             why = ('test_mode=True' if self.test_mode else
@@ -300,7 +311,8 @@ class ZeroShotMixin:
                 'learnt from their labels; inserted it after LoadAnnotations '
                 "(put dict(type='MaskUnseenClasses') after LoadAnnotations "
                 'in train_pipeline to silence this).',
-                logger='current', level=logging.WARNING)
+                logger='current',
+                level=logging.WARNING)
         return 'train'
 
     def mask_unseen_labels(self, insert: bool = False) -> bool:
@@ -342,7 +354,8 @@ class ZeroShotMixin:
             'been learnt from their labels; inserted it (put '
             "dict(type='MaskUnseenClasses') after LoadAnnotations in "
             'train_pipeline to silence this).',
-            logger='current', level=logging.WARNING)
+            logger='current',
+            level=logging.WARNING)
         return True
 
     # ---------------------------------------------------------------- labels
@@ -384,8 +397,10 @@ def mask_unseen_labels(dataset, insert: bool = False) -> None:
     """
     if hasattr(dataset, 'mask_unseen_labels'):
         dataset.mask_unseen_labels(insert=insert)
-    for inner in [getattr(dataset, 'dataset', None),
-                  *getattr(dataset, 'datasets', [])]:
+    for inner in [
+            getattr(dataset, 'dataset', None),
+            *getattr(dataset, 'datasets', [])
+    ]:
         if inner is not None:
             mask_unseen_labels(inner, insert)
 

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from typing import Optional, Union
 
 from mmseg.registry import DATASETS
+
 from .zero_shot import ZeroShotMixin, split_into_metainfo
 
 _SUBCLASSES = {}
@@ -66,10 +67,13 @@ def zero_shot_class(inner: Union[str, type]) -> type:
         return inner  # already zero-shot (e.g. ZeroShotPascalVOCDataset)
     if inner not in _SUBCLASSES:
         name = f'ZeroShot{inner.__name__}'
-        cls = type(name, (ZeroShotMixin, inner), dict(
-            __module__=__name__, __qualname__=name,
-            __doc__=f'{inner.__name__} with a seen / unseen split '
-            '(see :class:`ZeroShotMixin`).'))
+        cls = type(
+            name, (ZeroShotMixin, inner),
+            dict(
+                __module__=__name__,
+                __qualname__=name,
+                __doc__=f'{inner.__name__} with a seen / unseen split '
+                '(see :class:`ZeroShotMixin`).'))
         _SUBCLASSES[inner] = cls
         setattr(sys.modules[__name__], name, cls)
     return _SUBCLASSES[inner]
@@ -104,7 +108,8 @@ def _inner_args(dataset, dataset_type, kwargs):
     cls = zero_shot_class(dataset_type)
     # the project's zero-shot datasets take the split in metainfo only
     args['metainfo'] = split_into_metainfo(
-        args.get('metainfo'), 'ZeroShotDataset',
+        args.get('metainfo'),
+        'ZeroShotDataset',
         seen_classes=args.pop('seen_classes', None),
         unseen_classes=args.pop('unseen_classes', None))
     return cls, args
@@ -122,8 +127,8 @@ def zero_shot_metainfo_from_cfg(cfg: dict) -> dict:
     """
     cfg = dict(cfg)
     cfg.pop('type', None)
-    cls, args = _inner_args(cfg.pop('dataset', None),
-                            cfg.pop('dataset_type', None), cfg)
+    cls, args = _inner_args(
+        cfg.pop('dataset', None), cfg.pop('dataset_type', None), cfg)
     return cls._load_metainfo(cls.metainfo_argument(**args))
 
 

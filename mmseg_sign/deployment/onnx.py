@@ -19,7 +19,6 @@ from typing import Optional, Sequence
 import numpy as np
 import torch
 import torch.nn as nn
-from mmengine.config import Config
 
 from ..apis.inference import init_model_checked
 from ..engine.hooks.strict_checkpoint_hook import CheckpointMismatchError
@@ -50,7 +49,6 @@ def load_model(config, checkpoint: str, cfg_options: Optional[dict] = None):
         nn.Module: the segmentor, ready to export.
     """
     from mmengine.model import revert_sync_batchnorm
-
 
     try:
         model = init_model_checked(config, checkpoint, 'cpu', cfg_options)
@@ -119,10 +117,12 @@ class ONNXSegmentor(nn.Module):
         self.flip_channels = bool(pre.channel_conversion)
         self.normalize = bool(pre._enable_normalize)
         if self.normalize:
-            self.register_buffer('mean', pre.mean.detach().float().clone()
-                                 .reshape(1, -1, 1, 1))
-            self.register_buffer('std', pre.std.detach().float().clone()
-                                 .reshape(1, -1, 1, 1))
+            self.register_buffer(
+                'mean',
+                pre.mean.detach().float().clone().reshape(1, -1, 1, 1))
+            self.register_buffer(
+                'std',
+                pre.std.detach().float().clone().reshape(1, -1, 1, 1))
 
     def forward(self, img: torch.Tensor) -> torch.Tensor:
         x = img
@@ -157,8 +157,12 @@ def default_shape(model) -> tuple:
     return tuple(int(s) for s in size)
 
 
-def export(model, out: str, shape: Sequence[int], dynamic: bool = False,
-           output: str = 'logits', opset: Optional[int] = None,
+def export(model,
+           out: str,
+           shape: Sequence[int],
+           dynamic: bool = False,
+           output: str = 'logits',
+           opset: Optional[int] = None,
            exporter: str = 'torchscript') -> str:
     """Write ``model`` as ONNX and check it with ``onnx.checker``.
 
@@ -187,20 +191,25 @@ def export(model, out: str, shape: Sequence[int], dynamic: bool = False,
                           f'{exporter!r}.')
     wrapper = ONNXSegmentor(model, output).eval()
     h, w = shape
-    example = torch.randint(0, 256, (1, 3, h, w),
-                            generator=torch.Generator().manual_seed(0)
-                            ).float()
+    example = torch.randint(
+        0, 256, (1, 3, h, w),
+        generator=torch.Generator().manual_seed(0)).float()
     kwargs = dict(input_names=['img'], output_names=[output])
     if exporter == 'torchscript':
-        kwargs.update(dynamo=False, do_constant_folding=True,
-                      opset_version=opset or 17)
+        kwargs.update(
+            dynamo=False, do_constant_folding=True, opset_version=opset or 17)
         if dynamic:
             out_axes = {0: 'batch', 2: 'height', 3: 'width'} \
                 if output == 'logits' else {0: 'batch', 1: 'height',
                                             2: 'width'}
             kwargs['dynamic_axes'] = {
-                'img': {0: 'batch', 2: 'height', 3: 'width'},
-                output: out_axes}
+                'img': {
+                    0: 'batch',
+                    2: 'height',
+                    3: 'width'
+                },
+                output: out_axes
+            }
     else:
         try:
             import onnxscript  # noqa: F401
@@ -209,11 +218,16 @@ def export(model, out: str, shape: Sequence[int], dynamic: bool = False,
                 "--exporter dynamo needs onnxscript: pip install "
                 "'mmseg-sign[deploy]' (or pip install onnxscript)") from err
         from torch.export import Dim
-        kwargs.update(dynamo=True, external_data=False,
-                      opset_version=opset or 18)
+        kwargs.update(
+            dynamo=True, external_data=False, opset_version=opset or 18)
         if dynamic:
             kwargs['dynamic_shapes'] = {
-                'img': {0: Dim.DYNAMIC, 2: Dim.DYNAMIC, 3: Dim.DYNAMIC}}
+                'img': {
+                    0: Dim.DYNAMIC,
+                    2: Dim.DYNAMIC,
+                    3: Dim.DYNAMIC
+                }
+            }
 
     def write(path: str) -> None:  # on a temporary file beside ``out``
         with torch.no_grad(), warnings.catch_warnings():
@@ -248,9 +262,10 @@ def _set_io_shapes(proto, num_classes: int, output: str, size=None):
     ``size``), with the class count ``K`` as a number."""
     h, w = size or ('height', 'width')
     n = 1 if size else 'batch'
-    dims = {'img': (n, 3, h, w),
-            output: (n, num_classes, h, w) if output == 'logits' else
-            (n, h, w)}
+    dims = {
+        'img': (n, 3, h, w),
+        output: (n, num_classes, h, w) if output == 'logits' else (n, h, w)
+    }
     for value in (*proto.graph.input, *proto.graph.output):
         shape = value.type.tensor_type.shape
         for dim, want in zip(shape.dim, dims[value.name]):
@@ -277,10 +292,10 @@ def run_onnx(path: str):
             "--verify needs onnxruntime: pip install 'mmseg-sign[deploy]' "
             '(or pip install onnxruntime)') from err
     options = ort.SessionOptions()
-    options.intra_op_num_threads = int(os.environ.get('OMP_NUM_THREADS', 0)
-                                       or 0)
-    sess = ort.InferenceSession(path, options,
-                                providers=['CPUExecutionProvider'])
+    options.intra_op_num_threads = int(
+        os.environ.get('OMP_NUM_THREADS', 0) or 0)
+    sess = ort.InferenceSession(
+        path, options, providers=['CPUExecutionProvider'])
     name = sess.get_inputs()[0].name
 
     def run(img: np.ndarray) -> np.ndarray:
@@ -337,8 +352,7 @@ def compare(model, onnx_path: str, images, output: str = 'logits') -> dict:
         ref = torch_logits(model, inputs, sample)
         got = run(inputs[None].float().numpy())[0]
         if output == 'logits':
-            max_diff = max(max_diff,
-                           float(np.abs(got - ref.numpy()).max()))
+            max_diff = max(max_diff, float(np.abs(got - ref.numpy()).max()))
             got = got.argmax(0)
         same += int((got == ref.argmax(0).numpy()).sum())
         total += got.size
@@ -348,9 +362,12 @@ def compare(model, onnx_path: str, images, output: str = 'logits') -> dict:
             f'None of the {skipped} test images has the fixed input size '
             f'{fixed} of {onnx_path}: export with --dynamic, or with '
             '--shape set to the test images\' size.')
-    return dict(max_abs_diff=max_diff if output == 'logits' else
-                float('nan'), agreement=100.0 * same / total, images=n,
-                pixels=total, skipped=skipped)
+    return dict(
+        max_abs_diff=max_diff if output == 'logits' else float('nan'),
+        agreement=100.0 * same / total,
+        images=n,
+        pixels=total,
+        skipped=skipped)
 
 
 def test_images(cfg, limit: int = 0):

@@ -32,16 +32,15 @@ _GENSIM_PARTS = dict(
 def __getattr__(name: str):
     for module, names in _GENSIM_PARTS.items():
         if name in names:
-            return getattr(importlib.import_module(f'.{module}', __name__),
-                           name)
+            return getattr(
+                importlib.import_module(f'.{module}', __name__), name)
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
 __all__ = [
-    'build_class_embeddings', 'save_class_embeddings',
-    'load_class_embeddings', 'read_class_embeddings', 'load_word_vectors',
-    'load_keyedvectors', 'guess_format',
-    'class_name_to_words', 'merge_synonyms', 'strip_suffixes',
+    'build_class_embeddings', 'save_class_embeddings', 'load_class_embeddings',
+    'read_class_embeddings', 'load_word_vectors', 'load_keyedvectors',
+    'guess_format', 'class_name_to_words', 'merge_synonyms', 'strip_suffixes',
     'DEFAULT_SYNONYMS', 'STRIP_SUFFIXES', 'WORD_VECTOR_FORMATS',
     'MissingWordError', 'ReadProgress', 'cagnet_class_embeddings',
     'cagnet_split_classes', 'load_numpy_pickle', 'read_cagnet_labels',

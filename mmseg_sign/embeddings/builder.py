@@ -2,13 +2,13 @@
 """Build class-embedding tables from word vectors or a CLIP text tower
 (saved and read by :mod:`.table`).
 
-A table has one row per class: for every word-vector source the mean of
-the vectors of the class's words, L2-normalised; the sources concatenated
-in order (word2vec 300 ‖ fastText 300 = 600 dims by default); and the
-whole row L2-normalised (CaGNet's released tables, docs/reproduction.md). A source may also be the text
-tower of a local CLIP checkpoint (``dict(path=..., format='clip')``, see
-:mod:`.clip`): its part is the template-averaged CLIP embedding of the
-class's words, L2-normalised like any other part.
+A table has one row per class: for every word-vector source the mean of the
+vectors of the class's words, L2-normalised; the sources concatenated in order
+(word2vec 300 ‖ fastText 300 = 600 dims by default); and the whole row
+L2-normalised (CaGNet's released tables, docs/reproduction.md). A source may
+also be the text tower of a local CLIP checkpoint (``dict(path=...,
+format='clip')``, see :mod:`.clip`): its part is the template-averaged CLIP
+embedding of the class's words, L2-normalised like any other part.
 """
 import os
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
@@ -24,6 +24,7 @@ from .table import _check_class_names, _check_distinct_rows, duplicate_rows
 
 Source = Union[KeyedVectors, CLIPTextEncoder, Mapping[str, Any], str,
                os.PathLike]
+
 
 class MissingWordError(KeyError):
     """A class word is not in a word-vector vocabulary."""
@@ -69,8 +70,7 @@ def _is_clip_source(source: Source) -> bool:
 
 
 def _clip_source_table(source: Source, index: int,
-                       class_words: List[Tuple[str, List[str]]]
-                       ) -> np.ndarray:
+                       class_words: List[Tuple[str, List[str]]]) -> np.ndarray:
     """Per-source table of a CLIP source: ``[K, D]``, unit rows.
 
     The text of a class is its words (synonyms applied) joined by spaces,
@@ -159,14 +159,14 @@ def _source_table(vectors: KeyedVectors, description: str,
     return table
 
 
-def build_class_embeddings(
-        class_names: Sequence[str],
-        sources: Sequence[Source],
-        synonyms: Optional[Mapping[str, SynonymValue]] = None,
-        normalize: bool = True,
-        use_default_synonyms: bool = True,
-        fasttext_oov: bool = False,
-        show_progress: bool = True) -> np.ndarray:
+def build_class_embeddings(class_names: Sequence[str],
+                           sources: Sequence[Source],
+                           synonyms: Optional[Mapping[str,
+                                                      SynonymValue]] = None,
+                           normalize: bool = True,
+                           use_default_synonyms: bool = True,
+                           fasttext_oov: bool = False,
+                           show_progress: bool = True) -> np.ndarray:
     """Build a class-embedding table from word vectors and / or CLIP.
 
     Args:
@@ -215,10 +215,10 @@ def build_class_embeddings(
         table /= np.linalg.norm(table, axis=1, keepdims=True)
     same = {k for pair in duplicate_rows(table)[:5] for k in pair}
     _check_distinct_rows(
-        names, table, 'build_class_embeddings',
-        'They are looked up as ' + ', '.join(
-            f'{names[k]!r} -> {" ".join(class_words[k][1])!r}'
-            for k in sorted(same)) + '; give one of each pair words of its '
+        names, table, 'build_class_embeddings', 'They are looked up as ' +
+        ', '.join(f'{names[k]!r} -> {" ".join(class_words[k][1])!r}'
+                  for k in sorted(same)) +
+        '; give one of each pair words of its '
         "own with a synonym, e.g. synonyms={'tvmonitor': 'tv monitor'} (a "
         'JSON file for tools/build_class_embeddings.py --synonyms).')
     return table.astype(np.float32)

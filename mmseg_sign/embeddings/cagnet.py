@@ -26,52 +26,250 @@ PathLike = Union[str, os.PathLike]
 # Row order of CaGNet's ``labels_refined.txt`` (row id = index).
 CAGNET_LABELS = dict(
     voc=(
-        'background', 'aeroplane', 'bicycle', 'bird', 'boat', 'bottle', 'bus',
-        'car', 'cat', 'chair', 'cow', 'diningtable', 'dog', 'horse',
-        'motorbike', 'person', 'potted_plant', 'sheep', 'sofa', 'train', 'tv',
+        'background',
+        'aeroplane',
+        'bicycle',
+        'bird',
+        'boat',
+        'bottle',
+        'bus',
+        'car',
+        'cat',
+        'chair',
+        'cow',
+        'diningtable',
+        'dog',
+        'horse',
+        'motorbike',
+        'person',
+        'potted_plant',
+        'sheep',
+        'sofa',
+        'train',
+        'tv',
     ),
     context=(
-        'unlabel', 'aeroplane', 'bicycle', 'bird', 'boat', 'bottle', 'bus',
-        'car', 'cat', 'chair', 'cow', 'diningtable', 'dog', 'horse',
-        'motorbike', 'person', 'potted_plant', 'sheep', 'sofa', 'train', 'tv',
-        'sky', 'grass', 'ground', 'road', 'building', 'tree', 'water',
-        'mountain', 'wall', 'floor', 'track', 'keyboard', 'ceiling',
+        'unlabel',
+        'aeroplane',
+        'bicycle',
+        'bird',
+        'boat',
+        'bottle',
+        'bus',
+        'car',
+        'cat',
+        'chair',
+        'cow',
+        'diningtable',
+        'dog',
+        'horse',
+        'motorbike',
+        'person',
+        'potted_plant',
+        'sheep',
+        'sofa',
+        'train',
+        'tv',
+        'sky',
+        'grass',
+        'ground',
+        'road',
+        'building',
+        'tree',
+        'water',
+        'mountain',
+        'wall',
+        'floor',
+        'track',
+        'keyboard',
+        'ceiling',
     ),
     # COCO-Stuff ids 0-181; 11 of them (street sign, hat, shoe, eye glasses,
     # plate, mirror, window, desk, door, blender, hair brush) are never
     # annotated and have no class in mmseg's 171.
     cocostuff=(
-        'person', 'bicycle', 'car', 'motorcycle', 'airplane', 'bus', 'train',
-        'truck', 'boat', 'traffic light', 'fire hydrant', 'street sign',
-        'stop sign', 'parking meter', 'bench', 'bird', 'cat', 'dog', 'horse',
-        'sheep', 'cow', 'elephant', 'bear', 'zebra', 'giraffe', 'hat',
-        'backpack', 'umbrella', 'shoe', 'eye glasses', 'handbag', 'tie',
-        'suitcase', 'frisbee', 'skis', 'snowboard', 'sports ball', 'kite',
-        'baseball bat', 'baseball glove', 'skateboard', 'surfboard',
-        'tennis racket', 'bottle', 'plate', 'wine glass', 'cup', 'fork',
-        'knife', 'spoon', 'bowl', 'banana', 'apple', 'sandwich', 'orange',
-        'broccoli', 'carrot', 'hot dog', 'pizza', 'donut', 'cake', 'chair',
-        'couch', 'potted plant', 'bed', 'mirror', 'dining table', 'window',
-        'desk', 'toilet', 'door', 'tv', 'laptop', 'mouse', 'remote',
-        'keyboard', 'cell phone', 'microwave', 'oven', 'toaster', 'sink',
-        'refrigerator', 'blender', 'book', 'clock', 'vase', 'scissors',
-        'teddy bear', 'hair drier', 'toothbrush', 'hair brush', 'banner',
-        'blanket', 'branch', 'bridge', 'building-other', 'bush', 'cabinet',
-        'cage', 'cardboard', 'carpet', 'ceiling-other', 'ceiling-tile',
-        'cloth', 'clothes', 'clouds', 'counter', 'cupboard', 'curtain',
-        'desk-stuff', 'dirt', 'door-stuff', 'fence', 'floor-marble',
-        'floor-other', 'floor-stone', 'floor-tile', 'floor-wood', 'flower',
-        'fog', 'food-other', 'fruit', 'furniture-other', 'grass', 'gravel',
-        'ground-other', 'hill', 'house', 'leaves', 'light', 'mat', 'metal',
-        'mirror-stuff', 'moss', 'mountain', 'mud', 'napkin', 'net', 'paper',
-        'pavement', 'pillow', 'plant-other', 'plastic', 'platform',
-        'playingfield', 'railing', 'railroad', 'river', 'road', 'rock', 'roof',
-        'rug', 'salad', 'sand', 'sea', 'shelf', 'sky-other', 'skyscraper',
-        'snow', 'solid-other', 'stairs', 'stone', 'straw', 'structural-other',
-        'table', 'tent', 'textile-other', 'towel', 'tree', 'vegetable',
-        'wall-brick', 'wall-concrete', 'wall-other', 'wall-panel',
-        'wall-stone', 'wall-tile', 'wall-wood', 'water-other', 'waterdrops',
-        'window-blind', 'window-other', 'wood',
+        'person',
+        'bicycle',
+        'car',
+        'motorcycle',
+        'airplane',
+        'bus',
+        'train',
+        'truck',
+        'boat',
+        'traffic light',
+        'fire hydrant',
+        'street sign',
+        'stop sign',
+        'parking meter',
+        'bench',
+        'bird',
+        'cat',
+        'dog',
+        'horse',
+        'sheep',
+        'cow',
+        'elephant',
+        'bear',
+        'zebra',
+        'giraffe',
+        'hat',
+        'backpack',
+        'umbrella',
+        'shoe',
+        'eye glasses',
+        'handbag',
+        'tie',
+        'suitcase',
+        'frisbee',
+        'skis',
+        'snowboard',
+        'sports ball',
+        'kite',
+        'baseball bat',
+        'baseball glove',
+        'skateboard',
+        'surfboard',
+        'tennis racket',
+        'bottle',
+        'plate',
+        'wine glass',
+        'cup',
+        'fork',
+        'knife',
+        'spoon',
+        'bowl',
+        'banana',
+        'apple',
+        'sandwich',
+        'orange',
+        'broccoli',
+        'carrot',
+        'hot dog',
+        'pizza',
+        'donut',
+        'cake',
+        'chair',
+        'couch',
+        'potted plant',
+        'bed',
+        'mirror',
+        'dining table',
+        'window',
+        'desk',
+        'toilet',
+        'door',
+        'tv',
+        'laptop',
+        'mouse',
+        'remote',
+        'keyboard',
+        'cell phone',
+        'microwave',
+        'oven',
+        'toaster',
+        'sink',
+        'refrigerator',
+        'blender',
+        'book',
+        'clock',
+        'vase',
+        'scissors',
+        'teddy bear',
+        'hair drier',
+        'toothbrush',
+        'hair brush',
+        'banner',
+        'blanket',
+        'branch',
+        'bridge',
+        'building-other',
+        'bush',
+        'cabinet',
+        'cage',
+        'cardboard',
+        'carpet',
+        'ceiling-other',
+        'ceiling-tile',
+        'cloth',
+        'clothes',
+        'clouds',
+        'counter',
+        'cupboard',
+        'curtain',
+        'desk-stuff',
+        'dirt',
+        'door-stuff',
+        'fence',
+        'floor-marble',
+        'floor-other',
+        'floor-stone',
+        'floor-tile',
+        'floor-wood',
+        'flower',
+        'fog',
+        'food-other',
+        'fruit',
+        'furniture-other',
+        'grass',
+        'gravel',
+        'ground-other',
+        'hill',
+        'house',
+        'leaves',
+        'light',
+        'mat',
+        'metal',
+        'mirror-stuff',
+        'moss',
+        'mountain',
+        'mud',
+        'napkin',
+        'net',
+        'paper',
+        'pavement',
+        'pillow',
+        'plant-other',
+        'plastic',
+        'platform',
+        'playingfield',
+        'railing',
+        'railroad',
+        'river',
+        'road',
+        'rock',
+        'roof',
+        'rug',
+        'salad',
+        'sand',
+        'sea',
+        'shelf',
+        'sky-other',
+        'skyscraper',
+        'snow',
+        'solid-other',
+        'stairs',
+        'stone',
+        'straw',
+        'structural-other',
+        'table',
+        'tent',
+        'textile-other',
+        'towel',
+        'tree',
+        'vegetable',
+        'wall-brick',
+        'wall-concrete',
+        'wall-other',
+        'wall-panel',
+        'wall-stone',
+        'wall-tile',
+        'wall-wood',
+        'water-other',
+        'waterdrops',
+        'window-blind',
+        'window-other',
+        'wood',
     ),
 )
 
@@ -172,8 +370,9 @@ def _aliases(dataset: str) -> dict:
     return CAGNET_ALIASES
 
 
-def _labels(dataset: str, labels_path: Optional[PathLike]
-            ) -> Tuple[List[Optional[str]], str]:
+def _labels(
+        dataset: str,
+        labels_path: Optional[PathLike]) -> Tuple[List[Optional[str]], str]:
     """The row names and where they came from."""
     if labels_path is not None:
         return read_cagnet_labels(labels_path), os.fspath(labels_path)
@@ -209,17 +408,17 @@ def match_cagnet_rows(class_names: Sequence[str],
         else:
             missing.append(name)
     if missing:
-        unused = [n for r, n in enumerate(labels)
-                  if n is not None and r not in rows]
+        unused = [
+            n for r, n in enumerate(labels) if n is not None and r not in rows
+        ]
         raise ValueError(
             f'class(es) {missing} not found in the {source} (aliases '
             f'{aliases}); unmatched labels there: {unused}')
     for i, row in enumerate(rows):
         if rows.index(row) != i:
-            raise ValueError(
-                f'classes {class_names[rows.index(row)]!r} and '
-                f'{class_names[i]!r} both match row {row} '
-                f'({labels[row]!r}) of the {source}')
+            raise ValueError(f'classes {class_names[rows.index(row)]!r} and '
+                             f'{class_names[i]!r} both match row {row} '
+                             f'({labels[row]!r}) of the {source}')
     return rows
 
 
@@ -251,8 +450,8 @@ def cagnet_class_embeddings(
         ``[K, 600]`` table.
     """
     labels, source = _labels(dataset, labels_path)
-    names = list(_project_classes(dataset) if class_names is None
-                 else class_names)
+    names = list(
+        _project_classes(dataset) if class_names is None else class_names)
     rows = match_cagnet_rows(names, labels, source, _aliases(dataset))
     parts = []
     for path in (fasttext_path, word2vec_path):
@@ -281,8 +480,7 @@ def cagnet_class_embeddings(
 def cagnet_split_classes(dataset: str,
                          row_ids: Sequence[int],
                          class_names: Optional[Sequence[str]] = None,
-                         labels_path: Optional[PathLike] = None
-                         ) -> List[str]:
+                         labels_path: Optional[PathLike] = None) -> List[str]:
     """Project class names of CaGNet row ids (e.g. ``novel_cls.npy``), in
     the given order; rows without a class (background, unlabel,
     unannotated COCO ids) are left out.
@@ -298,10 +496,12 @@ def cagnet_split_classes(dataset: str,
         list[str]: the class names.
     """
     labels, source = _labels(dataset, labels_path)
-    names = list(_project_classes(dataset) if class_names is None
-                 else class_names)
-    by_row = dict(zip(match_cagnet_rows(names, labels, source,
-                                        _aliases(dataset)), names))
+    names = list(
+        _project_classes(dataset) if class_names is None else class_names)
+    by_row = dict(
+        zip(
+            match_cagnet_rows(names, labels, source, _aliases(dataset)),
+            names))
     bad = [int(r) for r in row_ids if not 0 <= int(r) < len(labels)]
     if bad:
         raise ValueError(f'row ids {bad} are outside the {source} (ids '

@@ -253,17 +253,17 @@ class CLIPTextEncoder:
                 'the text embedding would be pooled at the wrong token')
         self.model = model.float().to(self.device).eval()
         self.max_length = int(text_config.max_position_embeddings)
-        self.embed_dim = int(text_config.projection_dim
-                             if self.has_projection else
-                             text_config.hidden_size)
+        self.embed_dim = int(text_config.projection_dim if self.
+                             has_projection else text_config.hidden_size)
 
     def __repr__(self) -> str:
         kind = 'projection' if self.has_projection else 'pooled output'
         return (f'CLIPTextEncoder({self.path!r}, {self.embed_dim}-d '
                 f'{kind})')
 
-    def encode(self, texts: Sequence[str], batch_size: int = 256
-               ) -> np.ndarray:
+    def encode(self,
+               texts: Sequence[str],
+               batch_size: int = 256) -> np.ndarray:
         """L2-normalised text embeddings.
 
         Args:
@@ -297,8 +297,8 @@ class CLIPTextEncoder:
                 if self.has_projection:
                     pooled = self.model.text_projection(pooled)  # [B, D]
                 out.append(pooled.float().cpu().numpy().astype(np.float64))
-        emb = np.concatenate(out, axis=0) if out else np.zeros(
-            (0, self.embed_dim))
+        emb = np.concatenate(
+            out, axis=0) if out else np.zeros((0, self.embed_dim))
         norms = np.linalg.norm(emb, axis=1, keepdims=True)
         if not np.isfinite(emb).all() or (norms == 0).any():
             raise ValueError(f'The CLIP model {self.path!r} gave a zero or '

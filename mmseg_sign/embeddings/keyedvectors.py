@@ -25,6 +25,7 @@ def _open_maybe_compressed(path: str):
     ext = osp.splitext(path)[1].lower()
     return _COMPRESSION_OPENERS.get(ext, open)(path, 'rb')
 
+
 _CONVERT_HINT = (
     'If you trust the file, convert it to a format that holds no code, in '
     'a separate trusted environment: `from gensim.models import '
@@ -36,8 +37,8 @@ _CONVERT_HINT = (
 _KEYEDVECTORS_REFUSAL = (
     'a gensim .kv / .model / .wv file may hold only gensim 4.x '
     'KeyedVectors, FastTextKeyedVectors, Word2Vec or FastText objects and '
-    'numpy arrays; gensim would unpickle (run) anything else it names. '
-    + _CONVERT_HINT)
+    'numpy arrays; gensim would unpickle (run) anything else it names. ' +
+    _CONVERT_HINT)
 
 # The attribute lists gensim's ``SaveLoad.save`` stores in the pickle.
 _SPECIALS = ('__recursive_saveloads', '__numpys', '__scipys', '__ignoreds')
@@ -75,6 +76,7 @@ def _keyedvectors_globals(path: str) -> dict:
     ``Word2Vec`` / ``FastText`` pickles use, found by recording the globals
     of real saved files (protocols 2 and 4)."""
     import collections
+
     from gensim.utils import call_on_class_only
     allowed = numpy_array_globals(scalars=True)
     instantiators = {}
@@ -112,8 +114,8 @@ def _keyedvectors_globals(path: str) -> dict:
         for name in ('__randomstate_ctor', '__generator_ctor',
                      '__bit_generator_ctor'):
             if hasattr(random_pickle, name):
-                allowed[('numpy.random._pickle', name)] = getattr(
-                    random_pickle, name)
+                allowed[('numpy.random._pickle',
+                         name)] = getattr(random_pickle, name)
         for bit_generator in getattr(random_pickle, 'BitGenerators',
                                      {}).values():
             allowed[(bit_generator.__module__,
@@ -154,8 +156,8 @@ def _load_keyedvectors_specials(obj: Any, fname: str, mmap: Optional[str],
                 f'{path}: attribute {attrib!r} is a '
                 f'{type(child).__name__}, not a gensim object to load '
                 f'recursively. {_CONVERT_HINT}')
-        _load_keyedvectors_specials(child, f'{fname}.{attrib}', mmap,
-                                    compress, path)
+        _load_keyedvectors_specials(child, f'{fname}.{attrib}', mmap, compress,
+                                    path)
     for attrib in specials['__numpys']:
         array_path = f'{fname}.{attrib}.{suffix}'
         if not osp.isfile(array_path):
@@ -168,8 +170,7 @@ def _load_keyedvectors_specials(obj: Any, fname: str, mmap: Optional[str],
                 with np.load(array_path, allow_pickle=False) as data:
                     value = data['val']
             else:
-                value = np.load(array_path, mmap_mode=mmap,
-                                allow_pickle=False)
+                value = np.load(array_path, mmap_mode=mmap, allow_pickle=False)
         except Exception as err:
             raise ValueError(
                 f'cannot read {array_path}, the array {attrib!r} of {path} '
@@ -214,9 +215,8 @@ def load_keyedvectors(path: str, mmap: Optional[str] = None) -> KeyedVectors:
                          'mmap=None or decompress it.')
     with _open_maybe_compressed(path) as f:
         try:
-            loaded = RestrictedUnpickler(
-                f, path, _keyedvectors_globals(path),
-                _KEYEDVECTORS_REFUSAL).load()
+            loaded = RestrictedUnpickler(f, path, _keyedvectors_globals(path),
+                                         _KEYEDVECTORS_REFUSAL).load()
         except UnsafePickleError:
             raise
         except Exception as err:

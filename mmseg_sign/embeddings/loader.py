@@ -188,8 +188,10 @@ def load_word_vectors(path: str,
         print(f'Loading {fmt} vectors from {path} ({size})', file=sys.stderr)
         with ReadProgress(files, osp.basename(path)):
             vectors = _load_named()
-        print(f'{path}: {len(vectors.index_to_key)} words, '
-              f'{vectors.vector_size} dims', file=sys.stderr)
+        print(
+            f'{path}: {len(vectors.index_to_key)} words, '
+            f'{vectors.vector_size} dims',
+            file=sys.stderr)
     if not isinstance(vectors, KeyedVectors):
         raise TypeError(f'{path!r} loaded as {type(vectors).__name__}, not '
                         'gensim KeyedVectors; check the format.')
@@ -204,8 +206,10 @@ _FORMAT_HELP = {
     'word2vec_binary': ('a word2vec binary file (.bin) holds a header line '
                         '"<words> <dims>", then each word, a space and its '
                         '<dims> float32 values'),
-    'fasttext': 'a Facebook fastText model .bin (e.g. cc.en.300.bin)',
-    'keyedvectors': 'a gensim KeyedVectors.save / model save file',
+    'fasttext':
+    'a Facebook fastText model .bin (e.g. cc.en.300.bin)',
+    'keyedvectors':
+    'a gensim KeyedVectors.save / model save file',
 }
 
 
@@ -222,8 +226,7 @@ def _unreadable_vectors(path: str, fmt: str, err: BaseException) -> str:
             'again.')
 
 
-def describe_source(vectors: KeyedVectors,
-                    path: Optional[str] = None) -> str:
+def describe_source(vectors: KeyedVectors, path: Optional[str] = None) -> str:
     """A short description of a word-vector source for messages.
 
     Args:

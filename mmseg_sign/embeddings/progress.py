@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Iterable
 
+
 def _format_bytes(num: float) -> str:
     """Human-readable byte count, e.g. ``'3.4 GB'``."""
     for unit in ('B', 'KB', 'MB'):
@@ -32,8 +33,11 @@ class ReadProgress:
         stream: Output stream. Defaults to ``sys.stderr``.
     """
 
-    def __init__(self, paths: Iterable[str], desc: str,
-                 interval: float = 0.5, stream=None):
+    def __init__(self,
+                 paths: Iterable[str],
+                 desc: str,
+                 interval: float = 0.5,
+                 stream=None):
         self.paths = [osp.realpath(p) for p in paths]
         self.total = sum(osp.getsize(p) for p in self.paths)
         self.desc = desc
@@ -62,8 +66,7 @@ class ReadProgress:
                     for line in f:
                         if line.startswith('pos:'):
                             pos = int(line.split()[1])
-                            self._done[target] = max(self._done[target],
-                                                     pos)
+                            self._done[target] = max(self._done[target], pos)
                             break
             except (OSError, ValueError):
                 continue  # the fd was closed meanwhile
@@ -99,6 +102,6 @@ class ReadProgress:
         elapsed = time.time() - self._start
         status = 'failed' if exc_type is not None else 'done'
         # Clear a partially drawn progress line, then report.
-        self.stream.write(f'\r{self.desc}: {status} in {elapsed:.1f} s'
-                          + ' ' * 40 + '\n')
+        self.stream.write(f'\r{self.desc}: {status} in {elapsed:.1f} s' +
+                          ' ' * 40 + '\n')
         self.stream.flush()

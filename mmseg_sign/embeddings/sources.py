@@ -83,8 +83,8 @@ def read_synonyms(path, where=None):
                          f'e.g. {SYNONYMS_EXAMPLE}.')
     for name, words in synonyms.items():
         ok = isinstance(words, str) and words.strip() or (
-            isinstance(words, list) and words and all(
-                isinstance(w, str) and w.strip() for w in words))
+            isinstance(words, list) and words
+            and all(isinstance(w, str) and w.strip() for w in words))
         if not ok:
             raise ValueError(
                 f'{where}: the words of {name!r} must be a non-empty string '

@@ -12,7 +12,8 @@ A class name is turned into words in three steps:
    thing, and would pull every such class towards the vector of "other".
 3. The text is split on spaces, hyphens and underscores
    (``'wall-concrete'`` -> ``['wall', 'concrete']``). The class vector is
-   the mean of the word vectors (CaGNet's released tables, docs/reproduction.md).
+   the mean of the word vectors (CaGNet's released tables,
+   docs/reproduction.md).
 """
 import re
 from typing import Dict, List, Mapping, Optional, Sequence, Union
@@ -67,8 +68,7 @@ def merge_synonyms(synonyms: Optional[Mapping[str, SynonymValue]] = None,
     return merged
 
 
-def strip_suffixes(name: str, suffixes: Sequence[str] = STRIP_SUFFIXES
-                   ) -> str:
+def strip_suffixes(name: str, suffixes: Sequence[str] = STRIP_SUFFIXES) -> str:
     """Strip catch-all suffixes (``'-other'``, ...) from the end of a name.
 
     Args:

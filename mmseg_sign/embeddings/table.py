@@ -60,13 +60,12 @@ def duplicate_rows(table: np.ndarray, rtol: float = 1e-5) -> list:
     # exact equality too (the Gram form loses precision for large rows)
     close = dist2 <= limit
     i, j = np.nonzero(np.triu(close, k=1))
-    return [(int(a), int(b)) for a, b in zip(i, j)
-            if np.allclose(table[a], table[b], rtol=rtol,
-                           atol=rtol * max(norms[a], norms[b]))]
+    return [(int(a), int(b)) for a, b in zip(i, j) if np.allclose(
+        table[a], table[b], rtol=rtol, atol=rtol * max(norms[a], norms[b]))]
 
 
-def _check_distinct_rows(names: Sequence[str], table: np.ndarray,
-                         where: str, fix: str) -> None:
+def _check_distinct_rows(names: Sequence[str], table: np.ndarray, where: str,
+                         fix: str) -> None:
     """ValueError naming the classes with the same vector (see
     :func:`duplicate_rows`)."""
     pairs = duplicate_rows(table)
@@ -81,8 +80,8 @@ def _check_distinct_rows(names: Sequence[str], table: np.ndarray,
         f'(the generator makes the same features for both). {fix}')
 
 
-def save_class_embeddings(path: Union[str, os.PathLike],
-                          class_names: Sequence[str],
+def save_class_embeddings(path: Union[str,
+                                      os.PathLike], class_names: Sequence[str],
                           vectors: np.ndarray) -> str:
     """Write a table to one ``.npz`` with ``classes`` and ``embeddings``.
 
@@ -124,8 +123,7 @@ def save_class_embeddings(path: Union[str, os.PathLike],
     return path
 
 
-def _describe_name_mismatch(stored: List[str],
-                            expected: List[str]) -> str:
+def _describe_name_mismatch(stored: List[str], expected: List[str]) -> str:
     """Explain how two class lists differ."""
     missing = [n for n in expected if n not in set(stored)]
     extra = [n for n in stored if n not in set(expected)]
@@ -148,8 +146,8 @@ _ZIP_MAGIC = (b'PK\x03\x04', b'PK\x05\x06')  # a member / an empty archive
 _NPY_MAGIC = b'\x93NUMPY'
 
 
-def read_class_embeddings(path: Union[str, os.PathLike, None]
-                          ) -> Tuple[List[str], np.ndarray]:
+def read_class_embeddings(
+        path: Union[str, os.PathLike, None]) -> Tuple[List[str], np.ndarray]:
     """Read and validate a class-embedding table file: the one reader.
 
     Every problem (no path, missing file, not an ``.npz``, empty or
@@ -231,9 +229,8 @@ def read_class_embeddings(path: Union[str, os.PathLike, None]
         raise ValueError(f'{path!r}: "embeddings" must be numeric, got '
                          f'{table.dtype}. {_BUILD_HINT}')
     if table.shape[0] != len(stored):
-        raise ValueError(
-            f'{path!r}: {table.shape[0]} embedding rows but '
-            f'{len(stored)} class names. {_BUILD_HINT}')
+        raise ValueError(f'{path!r}: {table.shape[0]} embedding rows but '
+                         f'{len(stored)} class names. {_BUILD_HINT}')
     table = table.astype(np.float32)
     bad_rows = np.flatnonzero(~np.isfinite(table).all(axis=1))
     if bad_rows.size:
@@ -256,9 +253,9 @@ def read_class_embeddings(path: Union[str, os.PathLike, None]
     return stored, table
 
 
-def load_class_embeddings(path: Union[str, os.PathLike],
-                          class_names: Optional[Sequence[str]] = None
-                          ) -> np.ndarray:
+def load_class_embeddings(
+        path: Union[str, os.PathLike],
+        class_names: Optional[Sequence[str]] = None) -> np.ndarray:
     """Load and validate a class-embedding table.
 
     Args:

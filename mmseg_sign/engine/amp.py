@@ -8,7 +8,6 @@ from .optim_wrappers import check_amp_dtype
 
 AMP_WRAPPER = 'MixedPrecisionOptimWrapper'
 
-
 #: the names a config may give a mixed-precision wrapper
 AMP_TYPES = ('AmpOptimWrapper', AMP_WRAPPER)
 
@@ -31,8 +30,8 @@ def wrapper_configs(optim_wrapper: dict) -> dict:
         return {'optim_wrapper': optim_wrapper}
     entries = {
         name: sub
-        for name, sub in optim_wrapper.items() if isinstance(sub, dict) and
-        ('optimizer' in sub or 'type' in sub or 'modules' in sub)
+        for name, sub in optim_wrapper.items() if isinstance(sub, dict) and (
+            'optimizer' in sub or 'type' in sub or 'modules' in sub)
     }
     if entries or 'type' not in optim_wrapper:
         return entries
@@ -45,7 +44,8 @@ def training_device() -> str:
     return 'cuda' if torch.cuda.is_available() else 'cpu'
 
 
-def enable_amp(cfg: Config, dtype: Optional[str] = None,
+def enable_amp(cfg: Config,
+               dtype: Optional[str] = None,
                device: Optional[str] = None) -> bool:
     """``--amp [--amp-dtype DTYPE]``: check ``dtype`` on the training device
     before anything is built (bfloat16 on hardware without it is an error,
@@ -74,8 +74,11 @@ def enable_amp(cfg: Config, dtype: Optional[str] = None,
 def _explicit_dtypes(cfg: Config) -> dict:
     """``{wrapper: dtype}`` of the mixed-precision wrappers of
     ``cfg.optim_wrapper`` that name their dtype."""
-    return {n: w['dtype'] for n, w in _amp_configs(cfg.optim_wrapper).items()
-            if w.get('type') in AMP_TYPES and w.get('dtype') is not None}
+    return {
+        n: w['dtype']
+        for n, w in _amp_configs(cfg.optim_wrapper).items()
+        if w.get('type') in AMP_TYPES and w.get('dtype') is not None
+    }
 
 
 def _amp_configs(optim_wrapper: dict) -> dict:
@@ -88,7 +91,8 @@ def _amp_configs(optim_wrapper: dict) -> dict:
     return wrappers
 
 
-def convert_to_amp(cfg: Config, dtype: Optional[str] = None,
+def convert_to_amp(cfg: Config,
+                   dtype: Optional[str] = None,
                    default: Optional[str] = None) -> bool:
     """Turn every optimizer wrapper of ``cfg.optim_wrapper`` into a
     ``MixedPrecisionOptimWrapper`` (autocast to ``dtype``; float16 with a
@@ -153,8 +157,8 @@ def convert_wrappers(wrappers: dict,
                 wrapper['type'] = AMP_WRAPPER  # runs on a CPU too
             own = wrapper.get('dtype')
             if own is not None and dtype is not None and own != dtype:
-                key = 'optim_wrapper' + (
-                    '' if name == 'optim_wrapper' else f'.{name}')
+                key = 'optim_wrapper' + ('' if name == 'optim_wrapper' else
+                                         f'.{name}')
                 raise ValueError(
                     f'{asked_by} {dtype}, but the config sets '
                     f'{key}.dtype={own!r}: precision is what the config '

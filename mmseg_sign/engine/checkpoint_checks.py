@@ -18,15 +18,17 @@ INFERENCE_UNUSED_PREFIXES = ('decode_head.generator.',
 def _some(keys) -> str:
     keys = list(keys)
     more = len(keys) - SHOWN_KEYS
-    return ', '.join(keys[:SHOWN_KEYS]) + (f' (and {more} more)'
-                                           if more > 0 else '')
+    return ', '.join(
+        keys[:SHOWN_KEYS]) + (f' (and {more} more)' if more > 0 else '')
 
 
 def _shape(value) -> list:
     return list(value.shape)
 
 
-def checkpoint_mismatches(model, checkpoint, dataset_classes=None,
+def checkpoint_mismatches(model,
+                          checkpoint,
+                          dataset_classes=None,
                           ignore_shapes: tuple = (),
                           inference: bool = True) -> list:
     """What keeps ``checkpoint`` from loading exactly into ``model``, one
@@ -54,24 +56,31 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None,
     while is_model_wrapper(model) or isinstance(model, BaseTTAModel):
         model = model.module
     if not isinstance(checkpoint, Mapping):
-        return [f'it holds a {type(checkpoint).__name__}, not a dict with '
-                'a state_dict']
+        return [
+            f'it holds a {type(checkpoint).__name__}, not a dict with '
+            'a state_dict'
+        ]
     state = checkpoint.get('state_dict', checkpoint)
     if not isinstance(state, Mapping):
-        return [f"its 'state_dict' is a {type(state).__name__}, not a dict "
-                'of tensors']
+        return [
+            f"its 'state_dict' is a {type(state).__name__}, not a dict "
+            'of tensors'
+        ]
     state = strip_module_prefix(state)
     expected = model.state_dict()
     problems = []
-    missing = [k for k in expected
-               if k not in state and 'num_batches_tracked' not in k]
+    missing = [
+        k for k in expected
+        if k not in state and 'num_batches_tracked' not in k
+    ]
     meta = checkpoint.get('meta')
     if inference and isinstance(meta, Mapping) and \
             meta.get('sign_inference_only'):
         # tools/publish_model.py: G and D's GAN head are left out on
         # purpose (inference does not run them)
-        missing = [k for k in missing
-                   if not k.startswith(INFERENCE_UNUSED_PREFIXES)]
+        missing = [
+            k for k in missing if not k.startswith(INFERENCE_UNUSED_PREFIXES)
+        ]
     if missing:
         total = sum('num_batches_tracked' not in k for k in expected)
         problems.append(
@@ -82,11 +91,11 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None,
         problems.append(
             f'unexpected in the checkpoint (not in the model): '
             f'{len(unexpected)} weight tensor(s): {_some(unexpected)}')
-    mismatched = [(k, _shape(state[k]), _shape(v))
-                  for k, v in expected.items()
-                  if k in state and hasattr(state[k], 'shape') and
-                  hasattr(v, 'shape') and _shape(state[k]) != _shape(v)
-                  and not k.endswith(ignore_shapes)]
+    mismatched = [
+        (k, _shape(state[k]), _shape(v)) for k, v in expected.items()
+        if k in state and hasattr(state[k], 'shape') and hasattr(v, 'shape')
+        and _shape(state[k]) != _shape(v) and not k.endswith(ignore_shapes)
+    ]
     if mismatched:
         problems.append(
             f'size mismatch: {len(mismatched)} weight tensor(s): ' +
@@ -109,9 +118,10 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None,
                 f'the checkpoint was trained on {len(trained)} classes, the '
                 f'test dataset has {len(dataset_classes)}')
         else:  # as many, but others (a toy model on CamVid): wrong names
-            differ = [(i, a, b) for i, (a, b) in enumerate(
-                zip(trained, dataset_classes))
-                if str(a).strip() != str(b).strip()]
+            differ = [(i, a, b)
+                      for i, (a,
+                              b) in enumerate(zip(trained, dataset_classes))
+                      if str(a).strip() != str(b).strip()]
             if differ:
                 i, a, b = differ[0]
                 problems.append(
@@ -120,7 +130,6 @@ def checkpoint_mismatches(model, checkpoint, dataset_classes=None,
                     f'differ; first: #{i} {a!r} vs {b!r}): its predictions '
                     'would be scored under the wrong names')
     return problems
-
 
 
 def mismatch_message(checkpoint_path: str, config_path: str, checkpoint,
@@ -148,6 +157,7 @@ def mismatch_message(checkpoint_path: str, config_path: str, checkpoint,
             (f" (it was written by the run {run!r}; its meta['cfg'] holds "
              'that config)' if run else ''))
 
+
 def checkpoint_split_mismatch(checkpoint, metainfo) -> str:
     """A line naming both splits when the checkpoint's unseen classes differ
     from the test dataset's (``metainfo['unseen_classes']``); empty when
@@ -172,7 +182,9 @@ def checkpoint_split_mismatch(checkpoint, metainfo) -> str:
             f'dataset (test_dataloader.dataset) has {dataset_unseen}')
 
 
-def evaluator_split_mismatches(checkpoint, metainfo, evaluator,
+def evaluator_split_mismatches(checkpoint,
+                               metainfo,
+                               evaluator,
                                where: str = 'test_evaluator') -> list:
     """Lines naming each metric of ``evaluator`` that sets its own split
     (``seen_classes`` / ``unseen_classes``, e.g. ``--cfg-options

@@ -29,7 +29,8 @@ def respan(scheduler, begin: int, end: int) -> None:
         for group in scheduler.optimizer.param_groups:
             group[name] = group[f'initial_{name}']
         scheduler._last_value = [
-            group[name] for group in scheduler.optimizer.param_groups]
+            group[name] for group in scheduler.optimizer.param_groups
+        ]
 
 
 def check_param_scheduler(cfg) -> None:
@@ -48,13 +49,15 @@ def check_param_scheduler(cfg) -> None:
     if not hasattr(schedulers, 'keys') or 'type' in schedulers or \
             not hasattr(optim, 'get') or 'constructor' not in optim:
         return
-    wrappers = [k for k, v in optim.items() if hasattr(v, 'keys') and
-                ('optimizer' in v or 'modules' in v)]
+    wrappers = [
+        k for k, v in optim.items()
+        if hasattr(v, 'keys') and ('optimizer' in v or 'modules' in v)
+    ]
     missing = [w for w in wrappers if w not in schedulers]
     if missing:
         raise ValueError(
             f'param_scheduler has lists for {sorted(schedulers)} but not for '
             f'the optimizer wrappers {missing} (optim_wrapper: {wrappers}): '
             'give every wrapper its list, [] for a constant learning rate, '
-            'e.g. param_scheduler = dict(' + ', '.join(
-                f'{w}=[]' for w in missing) + ', ...).')
+            'e.g. param_scheduler = dict(' +
+            ', '.join(f'{w}=[]' for w in missing) + ', ...).')

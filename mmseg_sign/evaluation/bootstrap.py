@@ -7,8 +7,10 @@ import warnings
 import numpy as np
 
 
-def bootstrap_gzsl(intersect: np.ndarray, union: np.ndarray,
-                   unseen: np.ndarray, resamples: int = 1000,
+def bootstrap_gzsl(intersect: np.ndarray,
+                   union: np.ndarray,
+                   unseen: np.ndarray,
+                   resamples: int = 1000,
                    seed: int = 0) -> dict:
     """The sd (ddof 1) of ``mIoU_seen``, ``mIoU_unseen`` and ``hIoU`` (in
     percent) over ``resamples`` resamples of the N images with replacement.
@@ -56,6 +58,7 @@ def bootstrap_gzsl(intersect: np.ndarray, union: np.ndarray,
         uns = np.nanmean(iou[:, unseen], axis=1) * 100
         total = seen + uns
         h = np.where(total == 0, 0.0, 2 * seen * uns / total)
-    return {f'{name}_boot_sd': float(np.round(np.nanstd(x, ddof=1), 2))
-            for name, x in (('mIoU_seen', seen), ('mIoU_unseen', uns),
-                            ('hIoU', h))}
+    return {
+        f'{name}_boot_sd': float(np.round(np.nanstd(x, ddof=1), 2))
+        for name, x in (('mIoU_seen', seen), ('mIoU_unseen', uns), ('hIoU', h))
+    }

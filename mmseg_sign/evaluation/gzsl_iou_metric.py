@@ -15,10 +15,10 @@ import numpy as np
 import torch
 from mmengine.dist import all_reduce, is_main_process
 from mmengine.logging import MMLogger, print_log
-from prettytable import PrettyTable
-
 from mmseg.evaluation import IoUMetric
 from mmseg.registry import METRICS
+from prettytable import PrettyTable
+
 from ..structures.class_split import resolve_split
 from .bootstrap import bootstrap_gzsl
 
@@ -243,8 +243,10 @@ class GZSLIoUMetric(IoUMetric):
         if self.calibration_sweep is not None and not self.format_only:
             if self._sweep_sum is None:  # this process scored no image
                 self._sweep_sum = torch.zeros(
-                    len(self.calibration_sweep), 2,
-                    len(self.dataset_meta['classes']), dtype=torch.long)
+                    len(self.calibration_sweep),
+                    2,
+                    len(self.dataset_meta['classes']),
+                    dtype=torch.long)
             all_reduce(self._sweep_sum, op='sum')
         try:
             return super().evaluate(size)
@@ -276,8 +278,8 @@ class GZSLIoUMetric(IoUMetric):
         neg_inf = torch.finfo(scores.dtype).min
         s_max, s_idx = scores.masked_fill(unseen, neg_inf).max(dim=1)
         u_max, u_idx = scores.masked_fill(~unseen, neg_inf).max(dim=1)
-        out = torch.zeros(len(self.calibration_sweep), 2, num_classes,
-                          dtype=torch.int32)
+        out = torch.zeros(
+            len(self.calibration_sweep), 2, num_classes, dtype=torch.int32)
         for g, gamma in enumerate(self.calibration_sweep):
             shifted = s_max - gamma
             take_seen = (shifted > u_max) | ((shifted == u_max) &
@@ -335,10 +337,11 @@ class GZSLIoUMetric(IoUMetric):
                 (f'IoU.{name}', float(np.round(v * 100, 2)))
                 for name, v in zip(self.dataset_meta['classes'], iou))
         if self.bootstrap:
-            per_image = [np.stack([r[i].double().numpy() for r in results])
-                         for i in (0, 1)]  # intersection, union: [N, K]
-            metrics.update(bootstrap_gzsl(*per_image, unseen,
-                                          self.bootstrap))
+            per_image = [
+                np.stack([r[i].double().numpy() for r in results])
+                for i in (0, 1)
+            ]  # intersection, union: [N, K]
+            metrics.update(bootstrap_gzsl(*per_image, unseen, self.bootstrap))
         if self.calibration_sweep is not None:
             metrics.update(self.sweep_metrics(results, label, unseen, logger))
         return dict(metrics)
@@ -357,10 +360,13 @@ class GZSLIoUMetric(IoUMetric):
                 iou = np.nan_to_num(iou, nan=self.nan_to_num)
             seen_miou = _nanmean(iou[~unseen]) * 100
             unseen_miou = _nanmean(iou[unseen]) * 100
-            rows.append(dict(
-                gamma=gamma, mIoU_seen=seen_miou, mIoU_unseen=unseen_miou,
-                hIoU=harmonic_mean(seen_miou, unseen_miou),
-                mIoU=_nanmean(iou) * 100))
+            rows.append(
+                dict(
+                    gamma=gamma,
+                    mIoU_seen=seen_miou,
+                    mIoU_unseen=unseen_miou,
+                    hIoU=harmonic_mean(seen_miou, unseen_miou),
+                    mIoU=_nanmean(iou) * 100))
         hious = np.array([r['hIoU'] for r in rows])
         if np.isnan(hious).all():
             best = None
@@ -375,8 +381,8 @@ class GZSLIoUMetric(IoUMetric):
             if best is not None else float('nan'),
             AUSUC=float(np.round(area, 2)))
 
-        table = PrettyTable(['gamma', 'mIoU_seen', 'mIoU_unseen', 'hIoU',
-                             'mIoU'])
+        table = PrettyTable(
+            ['gamma', 'mIoU_seen', 'mIoU_unseen', 'hIoU', 'mIoU'])
         for i, r in enumerate(rows):
             table.add_row([f"{r['gamma']:g}" + (' *' if i == best else '')] +
                           [round(r[k], 2) for k in table.field_names[1:]])
@@ -390,16 +396,21 @@ class GZSLIoUMetric(IoUMetric):
             os.makedirs(out_dir, exist_ok=True)
             path = osp.join(out_dir, 'calibration_sweep.json')
             with open(path, 'w') as f:
-                json.dump(dict(
-                    points=[{k: float(np.round(v, 4)) for k, v in r.items()}
-                            for r in rows],
-                    **out,
-                    ausuc_convention=(
-                        'points sorted by mIoU_seen, trapezoids between '
-                        'consecutive points, both axes in percent, area '
-                        '/ 100')), f, indent=2)
-            print_log(f'calibration sweep curve written to {path}',
-                      logger=logger)
+                json.dump(
+                    dict(
+                        points=[{
+                            k: float(np.round(v, 4))
+                            for k, v in r.items()
+                        } for r in rows],
+                        **out,
+                        ausuc_convention=(
+                            'points sorted by mIoU_seen, trapezoids between '
+                            'consecutive points, both axes in percent, area '
+                            '/ 100')),
+                    f,
+                    indent=2)
+            print_log(
+                f'calibration sweep curve written to {path}', logger=logger)
         return out
 
 
@@ -412,6 +423,5 @@ def _log_dir(logger: logging.Logger) -> Optional[str]:
     log_dir)."""
     for handler in getattr(logger, 'handlers', []):
         if isinstance(handler, logging.FileHandler):
-            return osp.join(osp.dirname(handler.baseFilename),
-                            'calibration')
+            return osp.join(osp.dirname(handler.baseFilename), 'calibration')
     return None

@@ -8,8 +8,10 @@ import torch
 GROUPS = ('right', 'wrong', 'void')
 
 
-def pseudo_label_groups(target: torch.Tensor, true_label: torch.Tensor,
-                        train_label: torch.Tensor, unseen_ids: torch.Tensor,
+def pseudo_label_groups(target: torch.Tensor,
+                        true_label: torch.Tensor,
+                        train_label: torch.Tensor,
+                        unseen_ids: torch.Tensor,
                         valid: torch.Tensor,
                         ignore_index: int = 255) -> Dict[str, torch.Tensor]:
     """Masks ``[H, W]`` of one image's pixels by what self-training does
@@ -32,13 +34,15 @@ def pseudo_label_groups(target: torch.Tensor, true_label: torch.Tensor,
     pseudo = candidate & (target != ignore_index)
     unseen = candidate & torch.isin(true_label, unseen_ids)
     void = candidate & (true_label == ignore_index)
-    return dict(unseen=unseen, right=pseudo & unseen & (target == true_label),
-                wrong=pseudo & unseen & (target != true_label),
-                void=pseudo & void)
+    return dict(
+        unseen=unseen,
+        right=pseudo & unseen & (target == true_label),
+        wrong=pseudo & unseen & (target != true_label),
+        void=pseudo & void)
 
 
-def summarise(counts: Dict[str, int], weights: Dict[str, List[torch.Tensor]]
-              ) -> dict:
+def summarise(counts: Dict[str, int],
+              weights: Dict[str, List[torch.Tensor]]) -> dict:
     """The report from the summed ``counts`` (``unseen``, ``right``,
     ``wrong``, ``void``) and each group's pseudo-label weights.
 
@@ -49,8 +53,10 @@ def summarise(counts: Dict[str, int], weights: Dict[str, List[torch.Tensor]]
     Returns:
         dict: shares, accuracy and weight statistics.
     """
-    w = {g: torch.cat(weights[g]) if weights[g] else torch.zeros(0)
-         for g in GROUPS}
+    w = {
+        g: torch.cat(weights[g]) if weights[g] else torch.zeros(0)
+        for g in GROUPS
+    }
     pseudo = sum(counts[g] for g in GROUPS)
     total_w = sum(float(w[g].sum()) for g in GROUPS)
     on_unseen = counts['right'] + counts['wrong']
@@ -72,6 +78,9 @@ def summarise(counts: Dict[str, int], weights: Dict[str, List[torch.Tensor]]
         out['weights'][g] = dict(
             pixels=int(x.numel()),
             mean=float(x.mean()) if x.numel() else float('nan'),
-            **{f'q{q}': float(x.quantile(q / 100)) if x.numel()
-               else float('nan') for q in (10, 50, 90)})
+            **{
+                f'q{q}':
+                float(x.quantile(q / 100)) if x.numel() else float('nan')
+                for q in (10, 50, 90)
+            })
     return out

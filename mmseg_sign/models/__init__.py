@@ -8,8 +8,8 @@ from .segmentors import ZeroShotEncoderDecoder
 from .utils import positional_encoding_2d
 
 __all__ = [
-    'EfficientNetLite',     'SIGNHead', 'PixelMLPGenerator', 'PixelLinearDiscriminator',
-    'PixelMLPDiscriminator', 'SpatialInformationModule',
-    'ZeroShotEncoderDecoder', 'gaussian_mmd', 'annealed_weights',
-    'positional_encoding_2d'
+    'EfficientNetLite', 'SIGNHead', 'PixelMLPGenerator',
+    'PixelLinearDiscriminator', 'PixelMLPDiscriminator',
+    'SpatialInformationModule', 'ZeroShotEncoderDecoder', 'gaussian_mmd',
+    'annealed_weights', 'positional_encoding_2d'
 ]

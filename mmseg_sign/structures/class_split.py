@@ -216,7 +216,8 @@ class ClassSplit(NamedTuple):
     unseen: Tuple[str, ...]
 
     @classmethod
-    def resolve(cls, classes: Sequence[str],
+    def resolve(cls,
+                classes: Sequence[str],
                 seen: Optional[ClassRefs] = None,
                 unseen: Optional[ClassRefs] = None) -> 'ClassSplit':
         """Args:
@@ -230,9 +231,10 @@ class ClassSplit(NamedTuple):
         return cls(tuple(classes), resolve_split(classes, seen, unseen)[1])
 
     @classmethod
-    def from_checkpoint(cls, checkpoint,
-                        classes: Optional[Sequence[str]] = None
-                        ) -> Optional['ClassSplit']:
+    def from_checkpoint(
+            cls,
+            checkpoint,
+            classes: Optional[Sequence[str]] = None) -> Optional['ClassSplit']:
         """The split a checkpoint was trained with.
 
         Args:

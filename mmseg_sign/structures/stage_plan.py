@@ -31,24 +31,35 @@ STAGE_OPTIONS: Dict[str, dict] = dict(
     # synthetic features of sampled labels, 'prior' (z ~ N(0, I): the
     # release, authors_recipe R1) or 'posterior' (the SIM's latent of the
     # batch's real pixels, position by position: docs/camvid.md, item 5).
-    transfer=dict(mode='alternate', block_iters=100, real_weight=0.75,
-                  fake_weight=0.25, synth_weight=0.125, latent='prior'),
+    transfer=dict(
+        mode='alternate',
+        block_iters=100,
+        real_weight=0.75,
+        fake_weight=0.25,
+        synth_weight=0.125,
+        latent='prior'),
     # section 3.4: pseudo labels of the frozen teacher, 'AST' (eq. 16),
     # 'ST' (ZS3: top_p % per class among pixels predicted unseen) or
     # 'ST_topk' (CaGNet: best unseen class when among the top_k classes;
     # CaGNet's self-training config: top 1). update='train' (the authors'
     # release): the train stage's own update on the pseudo-labelled
     # targets (E, SIM: ce + kld; G: adv + mmd; D + C: adv + ce).
-    # update='classifier' (this project before issue 16): E, SIM and C on
-    # the targets, G and D frozen. synth_weight: C on synthetic features
-    # (eq. 8) too; the release uses none. max_pseudo_ratio: the
+    # update='classifier': E, SIM and C on the targets, G and D frozen.
+    # synth_weight: C on synthetic features (eq. 8) too; the release uses
+    # none. max_pseudo_ratio: the
     # pseudo-labelled pixels of a batch weigh at most this many times its
     # seen-labelled pixels (None: the paper's eq. 16 alone). candidates
     # (AST): 'ignored' (every ignored pixel, the paper) or
     # 'predicted_unseen' (those the teacher predicts unseen).
-    self_train=dict(mode='AST', temperature=2.0, top_p=75.0, top_k=1,
-                    update='train', synth_weight=0.0,
-                    max_pseudo_ratio=None, candidates='ignored'),
+    self_train=dict(
+        mode='AST',
+        temperature=2.0,
+        top_p=75.0,
+        top_k=1,
+        update='train',
+        synth_weight=0.0,
+        max_pseudo_ratio=None,
+        candidates='ignored'),
 )
 TRANSFER_MODES = ('alternate', 'classifier')
 #: the transfer stage's latent for synthetic features of sampled labels
@@ -58,14 +69,16 @@ SELF_TRAIN_UPDATES = ('train', 'classifier')
 #: (an option of another mode given explicitly is an error: it would be
 #: accepted and ignored)
 MODE_OPTIONS: Dict[str, Dict[str, set]] = dict(
-    transfer=dict(alternate={'block_iters', 'fake_weight'},
-                  classifier=set()),
-    self_train=dict(AST={'temperature', 'candidates'}, ST={'top_p'},
-                    ST_topk={'top_k'}),
+    transfer=dict(alternate={'block_iters', 'fake_weight'}, classifier=set()),
+    self_train=dict(
+        AST={'temperature', 'candidates'}, ST={'top_p'}, ST_topk={'top_k'}),
 )
 
 
-def _check_number(where: str, key: str, value, low: float = 0.0,
+def _check_number(where: str,
+                  key: str,
+                  value,
+                  low: float = 0.0,
                   low_inclusive: bool = True) -> None:
     """``value`` is a finite real number ``>= low`` (``> low`` when not
     ``low_inclusive``): else a ValueError naming the stage and key (also for
@@ -77,8 +90,8 @@ def _check_number(where: str, key: str, value, low: float = 0.0,
             f'{where}: {key} must be a number {sign} {low:g}, got '
             f'{value!r} (a {type(value).__name__}); write it without '
             f"quotes, e.g. {key}=2.0 (--cfg-options ...{key}=2.0).")
-    if not math.isfinite(value) or not (value >= low if low_inclusive
-                                        else value > low):
+    if not math.isfinite(value) or not (value >= low
+                                        if low_inclusive else value > low):
         raise ValueError(f'{where}: {key} must be a finite number {sign} '
                          f'{low:g}, got {value!r}.')
 
@@ -93,7 +106,7 @@ def _check_int(where: str, key: str, value) -> None:
 def check_mode_options(index: int, stage: dict) -> None:
     """A stage as written in a plan sets no option that its mode does not
     read (``temperature`` with ``mode='ST'``, ``block_iters`` with
-    ``mode='classifier'``): it would be accepted and ignored (issue 49, C6).
+    ``mode='classifier'``): it would be accepted and ignored.
     Only the plan is checked: code that switches a filled-in stage to
     another mode (``add_classes``' refit) passes the others' options on.
 
@@ -113,16 +126,18 @@ def check_mode_options(index: int, stage: dict) -> None:
     own = modes[mode]
     unused = sorted((set(stage) & set().union(*modes.values())) - own)
     if unused:
-        users = {k: [m for m, opts in modes.items() if k in opts]
-                 for k in unused}
+        users = {
+            k: [m for m, opts in modes.items() if k in opts]
+            for k in unused
+        }
         raise ValueError(
             f"{where}: mode={mode!r} does not use "
             f'{", ".join(unused)} (it reads '
             f'{", ".join(sorted(own)) or "none of the mode options"}); '
             'the value would be accepted and ignored. Remove it, or '
-            'choose the mode that uses it: ' + '; '.join(
-                f"{k}: mode={' or '.join(map(repr, m))}"
-                for k, m in users.items()) + '.')
+            'choose the mode that uses it: ' +
+            '; '.join(f"{k}: mode={' or '.join(map(repr, m))}"
+                      for k, m in users.items()) + '.')
 
 
 def without_other_modes(stage: dict) -> dict:
@@ -181,8 +196,8 @@ def stage_options(index: int, stage: dict) -> dict:
         if out['mode'] not in ST_MODES:
             raise ValueError(f'{where}: mode must be one of {ST_MODES}, '
                              f'got {out["mode"]!r}.')
-        _check_number(where, 'temperature', out['temperature'],
-                      low_inclusive=False)
+        _check_number(
+            where, 'temperature', out['temperature'], low_inclusive=False)
         _check_number(where, 'top_p', out['top_p'], low_inclusive=False)
         if not out['top_p'] <= 100:
             raise ValueError(f'{where}: top_p is a percentage in (0, 100], '
@@ -195,8 +210,11 @@ def stage_options(index: int, stage: dict) -> dict:
             raise ValueError(f'{where}: candidates must be one of '
                              f'{AST_CANDIDATES}, got {out["candidates"]!r}.')
         if out['max_pseudo_ratio'] is not None:
-            _check_number(where, 'max_pseudo_ratio', out['max_pseudo_ratio'],
-                          low_inclusive=False)
+            _check_number(
+                where,
+                'max_pseudo_ratio',
+                out['max_pseudo_ratio'],
+                low_inclusive=False)
         _check_int(where, 'top_k', out['top_k'])
     return out
 
@@ -206,11 +224,15 @@ def stage_options(index: int, stage: dict) -> dict:
 #: the head's C is not on D's trunk), ``generator`` G, ``discriminator`` D
 #: (and C on the shared trunk), ``classifier`` C (+ D) in the transfer stage
 STAGE_WRAPPERS: Dict[str, Dict[str, str]] = dict(
-    train=dict(segmentor='segmentor', generator='generator',
-               discriminator='discriminator'),
+    train=dict(
+        segmentor='segmentor',
+        generator='generator',
+        discriminator='discriminator'),
     transfer=dict(classifier='transfer', generator='transfer_generator'),
-    self_train=dict(segmentor='self_train', generator='self_train_generator',
-                    discriminator='self_train_discriminator'),
+    self_train=dict(
+        segmentor='self_train',
+        generator='self_train_generator',
+        discriminator='self_train_discriminator'),
 )
 
 
@@ -285,7 +307,8 @@ class StagePlan:
             raise ValueError('train_cfg.stages: a SIGN stage plan needs at '
                              'least one stage.')
         self.stages: List[dict] = [
-            stage_options(i, s) for i, s in enumerate(stages)]
+            stage_options(i, s) for i, s in enumerate(stages)
+        ]
         for i, stage in enumerate(stages):
             check_mode_options(i, stage)
         order = list(STAGE_OPTIONS)  # train, transfer, self_train
@@ -387,10 +410,8 @@ class StagePlan:
             (e.g. SPNet's ``IterBasedTrainLoop``).
 
         Raises:
-            ValueError: a plan still in ``custom_hooks`` (``SIGNStageHook``,
-            before issue 40), showing the new form; a bad stage.
+            ValueError: a bad stage.
         """
-        old_form(cfg.get('custom_hooks') or [])
         train_cfg = cfg.get('train_cfg') or {}
         if train_cfg.get('type') != 'StagePlanTrainLoop':
             return None
@@ -401,48 +422,3 @@ class StagePlan:
                 "'StagePlanTrainLoop', stages=[dict(name='train', iters=N), "
                 '...]) (configs/_base_/schedules).')
         return StagePlan(train_cfg['stages'])
-
-
-def old_form(custom_hooks: Sequence) -> None:
-    """A stage plan written the way of this project before issue 40, as
-    ``custom_hooks=[dict(type='SIGNStageHook', stages=[...])]``: an error
-    that shows the same plan in its new home, ``train_cfg.stages``.
-
-    Args:
-        custom_hooks (Sequence[dict]): a config's ``custom_hooks``.
-
-    Raises:
-        ValueError: a ``SIGNStageHook`` is among them.
-    """
-    for index, hook in enumerate(custom_hooks):
-        kind = hook.get('type') if hasattr(hook, 'get') else None
-        name = kind if isinstance(kind, str) else \
-            getattr(kind, '__name__', None)
-        if name == 'SIGNStageHook':
-            raise ValueError(moved_message(hook.get('stages') or [],
-                                           f'custom_hooks[{index}]'))
-
-
-def moved_message(stages: Sequence[dict], where: str) -> str:
-    """What to write instead of a ``SIGNStageHook``.
-
-    Args:
-        stages (Sequence[dict]): the hook's stages.
-        where (str): where the hook was found, e.g. ``'custom_hooks[0]'``.
-
-    Returns:
-        str: the message, with the plan in its new form.
-    """
-    lines = ',\n'.join(
-        '        dict(' + ', '.join(f'{k}={v!r}' for k, v in dict(s).items())
-        + ')' for s in stages) or '        dict(name=\'train\', iters=N)'
-    return (
-        f'{where}: SIGNStageHook is gone; since issue 40 the stage plan '
-        'lives in the training loop, which runs it. Remove the hook from '
-        'custom_hooks (keep the others, e.g. TorchRNGStateHook) and write '
-        'the plan as\n'
-        "    train_cfg = dict(\n        type='StagePlanTrainLoop',\n"
-        f'        stages=[\n{lines}\n        ])\n'
-        'A child config changes a stage by key (train_cfg=dict(stages=[...'
-        ']) built from _base_.train_cfg.stages), --cfg-options by index '
-        '(train_cfg.stages.1.iters=50); docs/architecture.md.')

@@ -23,8 +23,8 @@ def atomic_write(path: str, write: Callable[[str], None]) -> str:
     """
     folder, name = osp.split(osp.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f'.{name}.',
-                               suffix=f'.tmp{osp.splitext(name)[1]}')
+    fd, tmp = tempfile.mkstemp(
+        dir=folder, prefix=f'.{name}.', suffix=f'.tmp{osp.splitext(name)[1]}')
     os.close(fd)
     try:
         write(tmp)
@@ -123,8 +123,10 @@ def check_output_file(out: str, inputs: Mapping[str, Optional[str]],
                 f'the output {out} is the {what} {path} '
                 f'({osp.realpath(path)}); writing it would replace that '
                 f'file. Give the output another name, e.g. {example}.')
-    check_output_dir(out, {what: path for what, path in inputs.items()
-                           if path and osp.isdir(path)}, example)
+    check_output_dir(out, {
+        what: path
+        for what, path in inputs.items() if path and osp.isdir(path)
+    }, example)
     if osp.isdir(out):
         raise ValueError(f'the output {out} is a directory; give a file '
                          f'name, e.g. {example}.')
@@ -134,8 +136,9 @@ def check_output_file(out: str, inputs: Mapping[str, Optional[str]],
 def check_output_dir(out: str, folders: Mapping[str, Optional[str]],
                      example: str) -> None:
     """Refuse an output (a folder, or a file) that is, or lies inside, a
-    folder the command reads (e.g. ``tools/test.py --out DATA/SegmentationClass``
-    would write predictions over the ground truth), before any work.
+    folder the command reads (e.g. ``tools/test.py --out
+    DATA/SegmentationClass`` would write predictions over the ground
+    truth), before any work.
 
     Args:
         out (str): the folder (or file) the command will write.
@@ -171,8 +174,10 @@ def dataset_folders(dataset_cfg) -> dict:
                   list(dataset_cfg.get('datasets') or [])):
         found.update(dataset_folders(inner))
     root = dataset_cfg.get('data_root')
-    prefixes = {k: v for k, v in (dataset_cfg.get('data_prefix') or
-                                  {}).items() if v}
+    prefixes = {
+        k: v
+        for k, v in (dataset_cfg.get('data_prefix') or {}).items() if v
+    }
     if root is not None or prefixes:
         for key, prefix in prefixes.items():
             found[f'dataset {key} folder'] = osp.join(root or '', prefix)
@@ -197,8 +202,10 @@ def register_atomic_local_backend() -> None:
         def put(self, obj: bytes, filepath) -> None:
             _put_atomic(str(filepath), obj, 'wb', None)
 
-        def put_text(self, obj: str, filepath, encoding: str = 'utf-8'
-                     ) -> None:
+        def put_text(self,
+                     obj: str,
+                     filepath,
+                     encoding: str = 'utf-8') -> None:
             _put_atomic(str(filepath), obj, 'w', encoding)
 
     register_backend('local', AtomicLocalBackend, force=True, prefixes='')

@@ -50,8 +50,8 @@ class UnreadableCheckpointError(ValueError):
 
 def checkpoint_safe_globals() -> list:
     """The non-tensor classes found in mmengine / mmseg-sign checkpoints."""
-    from mmengine.logging import HistoryBuffer
     from mmengine.config import ConfigDict
+    from mmengine.logging import HistoryBuffer
     globals_ = [HistoryBuffer, ConfigDict, np.dtype, np.ndarray]
     # numpy >= 1.25 names the array reconstructor `numpy._core` (2.x) or
     # `numpy.core` (1.x); dtype classes live in `numpy.dtypes`
@@ -151,8 +151,8 @@ def _plain_pickle_globals(filename: str) -> Optional[List[str]]:
     return names
 
 
-def _unreadable(filename: str, err: BaseException
-                ) -> UnreadableCheckpointError:
+def _unreadable(filename: str,
+                err: BaseException) -> UnreadableCheckpointError:
     """The error for a checkpoint file torch cannot parse."""
     try:
         size = osp.getsize(filename)
@@ -205,8 +205,9 @@ def load_checkpoint_file(filename, map_location='cpu'):
                 'weights_only' not in str(err):
             raise _unreadable(filename, err) from None  # not a pickle
         reason = _safe_reason(str(err))
-        if re.search(r'EOFError|Ran out of input|truncated|'
-                     r'Unsupported operand', str(err)):
+        if re.search(
+                r'EOFError|Ran out of input|truncated|'
+                r'Unsupported operand', str(err)):
             # cut short, or a plain pickle (torch writes zip files): one
             # that imports globals is refused as unsafe, not as damaged
             imports = _plain_pickle_globals(filename)

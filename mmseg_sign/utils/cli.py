@@ -2,8 +2,8 @@
 share, as mmseg's own tools define them."""
 import argparse
 import difflib
-import re
 import os
+import re
 
 from mmengine.config import DictAction
 
@@ -81,17 +81,46 @@ def merge_cfg_options(cfg, options) -> None:
 #: top-level keys mmengine's Runner (``Runner.from_cfg``), mmseg's tools
 #: and this project read when a config does not set them
 RUNNER_KEYS = (
-    'model', 'work_dir', 'train_dataloader', 'val_dataloader',
-    'test_dataloader', 'train_cfg', 'val_cfg', 'test_cfg', 'auto_scale_lr',
-    'optim_wrapper', 'param_scheduler', 'val_evaluator', 'test_evaluator',
-    'default_hooks', 'custom_hooks', 'data_preprocessor', 'load_from',
-    'resume', 'launcher', 'env_cfg', 'log_processor', 'log_level',
-    'visualizer', 'default_scope', 'randomness', 'experiment_name',
-    'model_wrapper_cfg', 'compile', 'cfg', 'custom_imports', 'runner_type',
-    'activation_checkpointing', 'efficient_conv_bn_eval', 'resource_limit',
-    'tta_model', 'tta_pipeline',
+    'model',
+    'work_dir',
+    'train_dataloader',
+    'val_dataloader',
+    'test_dataloader',
+    'train_cfg',
+    'val_cfg',
+    'test_cfg',
+    'auto_scale_lr',
+    'optim_wrapper',
+    'param_scheduler',
+    'val_evaluator',
+    'test_evaluator',
+    'default_hooks',
+    'custom_hooks',
+    'data_preprocessor',
+    'load_from',
+    'resume',
+    'launcher',
+    'env_cfg',
+    'log_processor',
+    'log_level',
+    'visualizer',
+    'default_scope',
+    'randomness',
+    'experiment_name',
+    'model_wrapper_cfg',
+    'compile',
+    'cfg',
+    'custom_imports',
+    'runner_type',
+    'activation_checkpointing',
+    'efficient_conv_bn_eval',
+    'resource_limit',
+    'tta_model',
+    'tta_pipeline',
     # this project's switches (docs/user_guide.md)
-    'allow_untrained_gan', 'allow_split_change', 'overwrite_checkpoints')
+    'allow_untrained_gan',
+    'allow_split_change',
+    'overwrite_checkpoints')
 
 
 def check_option_keys(cfg, options) -> None:
@@ -123,6 +152,6 @@ def check_option_keys(cfg, options) -> None:
         close = difflib.get_close_matches(top, sorted(known), n=3)
         raise SystemExit(
             f'error: --cfg-options {key}=...: the config has no {top!r} and '
-            'nothing reads it, so it would change nothing'
-            + (f'; did you mean {" / ".join(close)}?' if close else
-               '; check the spelling against the config.'))
+            'nothing reads it, so it would change nothing' +
+            (f'; did you mean {" / ".join(close)}?'
+             if close else '; check the spelling against the config.'))

@@ -9,9 +9,9 @@ import torch.nn.functional as F
 
 
 @contextlib.contextmanager
-def pinned_randomness(seed: Optional[int] = None,
-                      draw_dtype: Optional[torch.dtype] = torch.float64
-                      ) -> Iterator[None]:
+def pinned_randomness(
+        seed: Optional[int] = None,
+        draw_dtype: Optional[torch.dtype] = torch.float64) -> Iterator[None]:
     """Every random draw SIGN's training makes, drawn from a CPU generator
     (in call order) and moved to the caller's device and dtype:
     ``torch.randn_like`` (the SIM's ``z``), ``torch.randn`` (transfer's
@@ -31,25 +31,31 @@ def pinned_randomness(seed: Optional[int] = None,
     """
     gen = torch.default_generator if seed is None else \
         torch.Generator().manual_seed(seed)
-    saved = dict(randn_like=torch.randn_like, randn=torch.randn,
-                 randperm=torch.randperm, multinomial=torch.multinomial,
-                 dropout=F.dropout)
+    saved = dict(
+        randn_like=torch.randn_like,
+        randn=torch.randn,
+        randperm=torch.randperm,
+        multinomial=torch.multinomial,
+        dropout=F.dropout)
     orig_randn, orig_randperm = saved['randn'], saved['randperm']
     orig_multinomial = saved['multinomial']
 
     def normal(shape, device, dtype):
         dtype = dtype or torch.get_default_dtype()
-        return orig_randn(*shape, generator=gen, dtype=draw_dtype or dtype
-                          ).to(device=device, dtype=dtype)
+        return orig_randn(
+            *shape, generator=gen, dtype=draw_dtype or dtype).to(
+                device=device, dtype=dtype)
 
     def own(fn, name):
         """``fn`` for draws from torch's generators; a call that passes
         its own ``generator`` (a sampler's) goes to torch's function."""
+
         def call(*args, **kwargs):
             if kwargs.get('generator') is not None:
                 return saved[name](*args, **kwargs)
             kwargs.pop('generator', None)
             return fn(*args, **kwargs)
+
         return call
 
     def randn_like(t, *, dtype=None, device=None, **kwargs):
@@ -68,20 +74,21 @@ def pinned_randomness(seed: Optional[int] = None,
         probs = probs.detach().cpu()
         if draw_dtype is not None:
             probs = probs.to(draw_dtype)
-        return orig_multinomial(probs, num_samples, replacement,
-                                generator=gen).to(device)
+        return orig_multinomial(
+            probs, num_samples, replacement, generator=gen).to(device)
 
     def dropout(x, p=0.5, training=True, inplace=False):
         if not training or p == 0:
             return x
         # as ATen's CPU dropout: empty_like(x).bernoulli_(1 - p) / (1 - p)
-        keep = torch.empty(x.shape, dtype=draw_dtype or x.dtype).bernoulli_(
-            1 - p, generator=gen).div_(1 - p)
+        keep = torch.empty(
+            x.shape, dtype=draw_dtype or x.dtype).bernoulli_(
+                1 - p, generator=gen).div_(1 - p)
         return x * keep.to(x.device, x.dtype)
 
     torch.randn_like = own(randn_like, 'randn_like')
-    torch.randn, torch.randperm = own(randn, 'randn'), own(randperm,
-                                                           'randperm')
+    torch.randn, torch.randperm = own(randn,
+                                      'randn'), own(randperm, 'randperm')
     torch.multinomial = own(multinomial, 'multinomial')
     F.dropout = dropout
     try:

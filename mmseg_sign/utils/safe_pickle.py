@@ -75,8 +75,7 @@ class RestrictedUnpickler(pickle.Unpickler):
             ``'refusing to load MODULE.NAME from PATH: '``.
     """
 
-    def __init__(self, file, path: str, allowed: Mapping[Tuple[str, str],
-                                                           Any],
+    def __init__(self, file, path: str, allowed: Mapping[Tuple[str, str], Any],
                  refusal: str):
         # latin1 reads Python 2 pickles of numpy arrays.
         super().__init__(file, encoding='latin1')

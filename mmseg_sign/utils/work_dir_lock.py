@@ -115,8 +115,8 @@ def _release_all() -> None:
         unlock_work_dir(key)
 
 
-def config_dump_target(config_file: Optional[str], work_dir: str
-                       ) -> Optional[str]:
+def config_dump_target(config_file: Optional[str],
+                       work_dir: str) -> Optional[str]:
     """The file mmengine's Runner writes the resolved config to
     (``WORK_DIR/basename(config)``, in ``Runner.__init__``), if that is the
     config file itself.
@@ -158,8 +158,7 @@ def check_work_dir(work_dir) -> None:
     except OSError as err:
         raise ValueError(
             f'--work-dir {work_dir}: cannot make the folder '
-            f'({err.strerror or err}); give a writable folder path.'
-        ) from None
+            f'({err.strerror or err}); give a writable folder path.') from None
 
 
 def check_config_dump(config_file: Optional[str], work_dir: str) -> None:
@@ -190,8 +189,10 @@ def check_config_dump(config_file: Optional[str], work_dir: str) -> None:
 _resume_checked = set()
 
 
-def check_resume_source(work_dir: str, load_from: Optional[str],
-                        resume: bool, overwrite: bool = False) -> None:
+def check_resume_source(work_dir: str,
+                        load_from: Optional[str],
+                        resume: bool,
+                        overwrite: bool = False) -> None:
     """The checkpoints a run would write over, refused before it starts:
 
     * a run without ``--resume`` in a work dir that holds checkpoints (of
@@ -239,12 +240,13 @@ def work_dir_checkpoints(work_dir: str) -> list:
     """
     if not osp.isdir(work_dir):
         return []
-    return sorted(n for n in os.listdir(work_dir)
-                  if n.endswith('.pth') or n == 'last_checkpoint')
+    return sorted(
+        n for n in os.listdir(work_dir)
+        if n.endswith('.pth') or n == 'last_checkpoint')
 
 
-def _check_resume_source(work_dir: str, load_from: Optional[str],
-                         resume: bool, overwrite: bool) -> None:
+def _check_resume_source(work_dir: str, load_from: Optional[str], resume: bool,
+                         overwrite: bool) -> None:
     if resume and overwrite:
         raise ValueError(
             '--resume continues the run in the work dir and '
@@ -288,7 +290,7 @@ def set_aside_checkpoints(work_dir: str) -> str:
     old run's checkpoints and ``last_checkpoint`` move to
     ``WORK_DIR/replaced_TIMESTAMP/``, so that none of them passes for the new
     run's (a shorter plan left the old ``iter_8.pth`` beside the new
-    ``iter_2-6.pth``, and "the latest" was the old model: issue 49, C8)
+    ``iter_2-6.pth``, and "the latest" was the old model)
     and none is lost. Called under the work dir's lock, on rank 0.
 
     Args:
@@ -307,10 +309,12 @@ def set_aside_checkpoints(work_dir: str) -> str:
     names = work_dir_checkpoints(work_dir)
     for name in names:
         os.replace(osp.join(work_dir, name), osp.join(folder, name))
-    print_log(f'--overwrite-checkpoints: the earlier run\'s {len(names)} '
-              f'checkpoint file(s) ({", ".join(names[:3])}'
-              f'{", ..." if len(names) > 3 else ""}) moved to {folder}; '
-              'delete it when it is not needed.', logger='current')
+    print_log(
+        f'--overwrite-checkpoints: the earlier run\'s {len(names)} '
+        f'checkpoint file(s) ({", ".join(names[:3])}'
+        f'{", ..." if len(names) > 3 else ""}) moved to {folder}; '
+        'delete it when it is not needed.',
+        logger='current')
     return folder
 
 
@@ -328,10 +332,12 @@ def check_last_checkpoint(work_dir: str) -> None:
     """
     path = osp.join(work_dir, 'last_checkpoint')
     if not osp.isfile(path):
-        print_log(f'--resume: the work dir {work_dir} holds no checkpoint '
-                  '(no last_checkpoint): nothing to resume, the run starts '
-                  'at iteration 0.', logger='current',
-                  level=logging.WARNING)
+        print_log(
+            f'--resume: the work dir {work_dir} holds no checkpoint '
+            '(no last_checkpoint): nothing to resume, the run starts '
+            'at iteration 0.',
+            logger='current',
+            level=logging.WARNING)
         return
     with open(path) as f:
         named = f.read().strip()
@@ -339,11 +345,11 @@ def check_last_checkpoint(work_dir: str) -> None:
         found = sorted((n for n in os.listdir(work_dir) if n.endswith('.pth')),
                        key=lambda n: [int(d) for d in re.findall(r'\d+', n)])
         raise ValueError(
-            f'--resume: {path} '
-            + ('is empty' if not named else f'names {named}, which does not '
-               'exist') + ' (a run killed while writing it, or a moved work '
-            'dir). ' + ('Resume one of its checkpoints by name: --resume '
-                        '--cfg-options load_from='
-                        + osp.join(work_dir, found[-1]) if found else
-                        'The work dir holds no checkpoint: train without '
-                        '--resume.'))
+            f'--resume: {path} ' +
+            ('is empty' if not named else f'names {named}, which does not '
+             'exist') + ' (a run killed while writing it, or a moved work '
+            'dir). ' +
+            ('Resume one of its checkpoints by name: --resume '
+             '--cfg-options load_from=' + osp.join(work_dir, found[-1])
+             if found else 'The work dir holds no checkpoint: train without '
+             '--resume.'))

@@ -65,12 +65,21 @@ def toy_cfg(table):
 
 
 def linear_head_cfg(table):
-    return dict(type='SIGNHead', in_channels=8, channels=8, num_classes=10,
-                class_embeddings=table, latent_channels=4,
-                generator_hidden=(16, 12), generator_dropout=(0.1, 0.2),
-                generator_out_act='sigmoid', classifier='linear',
-                discriminator_hidden=(16, ), dropout_ratio=0.1,
-                mmd_max_pixels=20, gen_unseen_rate=3.0)
+    return dict(
+        type='SIGNHead',
+        in_channels=8,
+        channels=8,
+        num_classes=10,
+        class_embeddings=table,
+        latent_channels=4,
+        generator_hidden=(16, 12),
+        generator_dropout=(0.1, 0.2),
+        generator_out_act='sigmoid',
+        classifier='linear',
+        discriminator_hidden=(16, ),
+        dropout_ratio=0.1,
+        mmd_max_pixels=20,
+        gen_unseen_rate=3.0)
 
 
 def build(cfg, seed):
@@ -86,8 +95,8 @@ def samples(labels):
     for label in labels:
         s = SegDataSample()
         s.gt_sem_seg = PixelData(data=label[None])
-        s.set_metainfo(dict(img_shape=tuple(label.shape),
-                            pad_shape=tuple(label.shape)))
+        s.set_metainfo(
+            dict(img_shape=tuple(label.shape), pad_shape=tuple(label.shape)))
         out.append(s)
     return out
 
@@ -110,29 +119,38 @@ def head_losses(head, feats, data, teacher_logits):
     gen, real, fake, labels = head.loss_generator(feats, data)
     out.update({f'gen/{k}': v for k, v in gen.items()})
     out['gen/real'], out['gen/fake'], out['gen/labels'] = real, fake, labels
-    out.update({f'dis/{k}': v for k, v in head.loss_discriminator(
-        real, fake.detach()).items()})
-    out['dis/loss_ce_real'] = head.loss_classifier_real(feats[0], data,
-                                                        0.7)
+    out.update({
+        f'dis/{k}': v
+        for k, v in head.loss_discriminator(real, fake.detach()).items()
+    })
+    out['dis/loss_ce_real'] = head.loss_classifier_real(feats[0], data, 0.7)
     out['dis/loss_ce_fake'] = head._cross_entropy(
         head.classify(fake.detach()), labels)
-    out.update({f'transfer/{k}': v for k, v in head.loss_transfer(
-        feats, data, 0.5, 2.0).items()})
-    targets, weights, stats = head.pseudo_labels(
-        teacher_logits, data, 'AST', 2.0, 75.0)
+    out.update({
+        f'transfer/{k}': v
+        for k, v in head.loss_transfer(feats, data, 0.5, 2.0).items()
+    })
+    targets, weights, stats = head.pseudo_labels(teacher_logits, data, 'AST',
+                                                 2.0, 75.0)
     out['st/targets'], out['st/weights'] = targets, weights
     out.update({f'st/{k}': v for k, v in stats.items()})
-    out.update({f'st_seg/{k}': v for k, v in head.loss_segmentation(
-        feats, head.with_targets(data, targets), weights=weights).items()})
-    out.update({f'st_cls/{k}': v for k, v in head.loss_self_train(
-        feats, targets, weights, 1.0).items()})
-    total = sum(v for k, v in out.items()
-                if '/loss' in k and v.requires_grad)
+    out.update({
+        f'st_seg/{k}': v
+        for k, v in head.loss_segmentation(
+            feats, head.with_targets(data, targets), weights=weights).items()
+    })
+    out.update({
+        f'st_cls/{k}': v
+        for k, v in head.loss_self_train(feats, targets, weights, 1.0).items()
+    })
+    total = sum(v for k, v in out.items() if '/loss' in k and v.requires_grad)
     names, params = zip(*head.named_parameters())
     grads = torch.autograd.grad(total, params, allow_unused=True)
     out = {k: v.detach().clone() for k, v in out.items()}
-    out.update({f'grad/{n}': g.detach().clone() for n, g in zip(names, grads)
-                if g is not None})
+    out.update({
+        f'grad/{n}': g.detach().clone()
+        for n, g in zip(names, grads) if g is not None
+    })
     return out
 
 
@@ -155,10 +173,12 @@ def optim_groups(model, cfg):
     builds."""
     wrappers = build_optim_wrapper(model, cfg.optim_wrapper)
     names = {id(p): n for n, p in model.named_parameters()}
-    return {key: sorted(names[id(p)] for group in w.optimizer.param_groups
-                        for p in group['params']
-                        if names[id(p)].startswith('decode_head.'))
-            for key, w in wrappers.items()}
+    return {
+        key: sorted(names[id(p)] for group in w.optimizer.param_groups
+                    for p in group['params']
+                    if names[id(p)].startswith('decode_head.'))
+        for key, w in wrappers.items()
+    }
 
 
 def perturb(module, seed):
@@ -175,20 +195,26 @@ def toy_record(table, unseen):
     cfg = toy_cfg(table)
     # the head's initial weights (built alone: backbone and SIM changes do
     # not move them)
-    rec = dict(init_state={k: digest(v) for k, v in build(
-        cfg.model.decode_head, SEED).state_dict().items()})
+    rec = dict(
+        init_state={
+            k: digest(v)
+            for k, v in build(cfg.model.decode_head,
+                              SEED).state_dict().items()
+        })
     model = build(cfg.model, SEED)
     g = perturb(model, SEED + 1)
     model.decode_head.set_class_split(unseen)
     # the checkpoint's head part (the rest is not the head's business)
-    rec['state'] = {k: v.clone() for k, v in model.state_dict().items()
-                    if k.startswith('decode_head.')}
+    rec['state'] = {
+        k: v.clone()
+        for k, v in model.state_dict().items() if k.startswith('decode_head.')
+    }
     inputs = torch.rand(2, 3, 64, 64, generator=g)  # normalised images
     with torch.no_grad():
         torch.manual_seed(SEED + 2)  # the SIM samples z in training
         rec['feats'] = model.train().extract_feat(inputs)
-    rec['labels'] = seen_labels(
-        (2, 32, 32), model.decode_head.unseen_ids.tolist(), g)
+    rec['labels'] = seen_labels((2, 32, 32),
+                                model.decode_head.unseen_ids.tolist(), g)
     rec['teacher_logits'] = torch.randn(2, 10, 32, 32, generator=g)
     rec['logits'], rec['losses'] = run_head(model.decode_head, rec)
     rec['optim_groups'] = optim_groups(model, cfg)
@@ -197,14 +223,12 @@ def toy_record(table, unseen):
 
 def linear_record(table, unseen):
     head = build(linear_head_cfg(table), SEED)
-    rec = dict(init_state={k: digest(v)
-                           for k, v in head.state_dict().items()})
+    rec = dict(init_state={k: digest(v) for k, v in head.state_dict().items()})
     g = perturb(head, SEED + 3)
     head.set_class_split(unseen)
     rec['state'] = {k: v.clone() for k, v in head.state_dict().items()}
     rec['feats'] = (torch.rand(2, 8, 8, 8, generator=g),
-                    *(torch.randn(2, 4, 8, 8, generator=g)
-                      for _ in range(3)))
+                    *(torch.randn(2, 4, 8, 8, generator=g) for _ in range(3)))
     rec['labels'] = seen_labels((2, 16, 16), head.unseen_ids.tolist(), g)
     rec['teacher_logits'] = torch.randn(2, 10, 16, 16, generator=g)
     rec['logits'], rec['losses'] = run_head(head, rec)

@@ -42,8 +42,11 @@ def logged_losses(work_dir: str) -> list:
         for line in f:
             row = json.loads(line)
             if 'loss' in row:  # a training iteration
-                rows.append({k: v for k, v in row.items()
-                             if k == 'iter' or k.startswith(('loss', 'st_'))})
+                rows.append({
+                    k: v
+                    for k, v in row.items()
+                    if k == 'iter' or k.startswith(('loss', 'st_'))
+                })
     return rows
 
 
@@ -54,13 +57,20 @@ def run_stages(data_root: str, work_dir: str) -> list:
     link = osp.join(work_dir, 'data', 'toy')
     if not osp.exists(link):
         os.symlink(osp.abspath(data_root), link)
-    cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'),
-           osp.join(REPO, 'configs', 'sign', 'sign_toy.py'),
-           '--work-dir', osp.join(work_dir, 'run'),
-           '--cfg-options', *CFG_OPTIONS]
+    cmd = [
+        sys.executable,
+        osp.join(REPO, 'tools', 'train.py'),
+        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--work-dir',
+        osp.join(work_dir, 'run'), '--cfg-options', *CFG_OPTIONS
+    ]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = subprocess.run(cmd, cwd=work_dir, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        cmd,
+        cwd=work_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600)
     if proc.returncode:
         raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
     return logged_losses(osp.join(work_dir, 'run'))

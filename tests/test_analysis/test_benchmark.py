@@ -4,10 +4,14 @@ import os
 import os.path as osp
 import sys
 
+import pytest
 import tool_server
 from e2e_utils import REPO, run_tool, write_config
 
 from mmseg_sign.analysis.logs import logged_records
+
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
 
 # With seed 0, 200 + 200 iterations (the shipped alternating transfer, four
 # blocks of 25 on synthetic features) give about 0 unseen mIoU after
@@ -22,9 +26,10 @@ def val_history(work_dir):
 
 def test_transfer_beats_train_stage_on_unseen(tmp_path):
     from mmseg_sign.analysis.toy_data import make_toy_dataset
-    make_toy_dataset(str(tmp_path / 'data' / 'toy'), num_train=64,
-                     num_val=24, seed=0)
-    cfg = write_config(tmp_path / 'short.py', 'configs/sign/sign_toy.py', """
+    make_toy_dataset(
+        str(tmp_path / 'data' / 'toy'), num_train=64, num_val=24, seed=0)
+    cfg = write_config(
+        tmp_path / 'short.py', 'configs/sign/sign_toy.py', """
 stages = [dict(name='train', iters=200),
           dict(name='transfer', iters=200, mode='alternate', block_iters=25)]
 param_scheduler = dict(segmentor=[
@@ -35,8 +40,7 @@ train_cfg = dict(stages=stages, val_interval=1000)
 default_hooks = dict(checkpoint=dict(interval=1000, save_last=False))
 randomness = dict(seed=0)
 """)
-    run_tool(['train.py', cfg, '--work-dir', str(tmp_path / 'wd')],
-             tmp_path)
+    run_tool(['train.py', cfg, '--work-dir', str(tmp_path / 'wd')], tmp_path)
     history = val_history(str(tmp_path / 'wd'))
     after_train = history[200]['mIoU_unseen']
     after_transfer = history[400]['mIoU_unseen']
@@ -46,30 +50,41 @@ randomness = dict(seed=0)
 
 
 def test_benchmark_tool_prints_every_row():
-    cmd = [sys.executable, osp.join(REPO, 'tools/analysis/benchmark.py'),
-           osp.join(REPO, 'configs/sign/sign_toy.py'), '--crop', '64', '64',
-           '--sizes', '64x64', '80x96', '--warmup', '0', '--repeats', '1',
-           '--batch-size', '2', '--cfg-options',
-           'model.train_cfg.ce_scales=[1.0,0.75]']
-    proc = tool_server.run(cmd, capture_output=True, text=True, cwd=REPO,
-                          env=dict(os.environ, PYTHONWARNINGS='ignore'))
+    cmd = [
+        sys.executable,
+        osp.join(REPO, 'tools/analysis/benchmark.py'),
+        osp.join(REPO,
+                 'configs/sign/sign_toy.py'), '--crop', '64', '64', '--sizes',
+        '64x64', '80x96', '--warmup', '0', '--repeats', '1', '--batch-size',
+        '2', '--cfg-options', 'model.train_cfg.ce_scales=[1.0,0.75]'
+    ]
+    proc = tool_server.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, PYTHONWARNINGS='ignore'))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert 'torch ' in out and 'device cpu' in out
     # the toy config's own stage options: both blocks of its alternating
     # transfer are timed
-    for row in ('baseline: train iteration', 'SIGN: train iteration',
-                'SIGN: transfer iteration (G, D, C on real + fake seen)',
-                'SIGN: transfer iteration (C on synthetic)',
-                'SIGN: self_train iteration', '| 64x64 |', '| 80x96 |',
-                'SIGN: train iteration (CE at scales (1.0, 0.75))',
-                'SIGN train (single-scale CE) / baseline train',
-                # self-training repeats the train update at the config's
-                # CE scales: compared with that row (issue 32)
-                'self_train / SIGN train (same CE scales)',
-                'self_train / SIGN train (single-scale CE)',
-                'transfer (mean of its iterations) / SIGN train',
-                'inference 80x96: SIGN / baseline'):
+    for row in (
+            'baseline: train iteration',
+            'SIGN: train iteration',
+            'SIGN: transfer iteration (G, D, C on real + fake seen)',
+            'SIGN: transfer iteration (C on synthetic)',
+            'SIGN: self_train iteration',
+            '| 64x64 |',
+            '| 80x96 |',
+            'SIGN: train iteration (CE at scales (1.0, 0.75))',
+            'SIGN train (single-scale CE) / baseline train',
+            # self-training repeats the train update at the config's
+            # CE scales: compared with that row (issue 32)
+            'self_train / SIGN train (same CE scales)',
+            'self_train / SIGN train (single-scale CE)',
+            'transfer (mean of its iterations) / SIGN train',
+            'inference 80x96: SIGN / baseline'):
         assert row in out, row
 
 
@@ -82,22 +97,24 @@ def test_self_training_keeps_what_a_weak_teacher_gave(tmp_path):
     first one's checkpoint at the transfer's end) loses most of it."""
     from mmseg_sign.analysis.toy_data import make_toy_dataset
     make_toy_dataset(str(tmp_path / 'data' / 'toy'), seed=0)
-    short = ['train_cfg.stages.0.iters=100',
-             'train_cfg.stages.1.iters=50',
-             'train_cfg.stages.2.iters=50',
-             'default_hooks.checkpoint.interval=150']
+    short = [
+        'train_cfg.stages.0.iters=100', 'train_cfg.stages.1.iters=50',
+        'train_cfg.stages.2.iters=50', 'default_hooks.checkpoint.interval=150'
+    ]
     seen = {}
-    for candidates, start in (('predicted_unseen', []),
-                              ('ignored', ['--resume'])):
+    for candidates, start in (('predicted_unseen', []), ('ignored',
+                                                         ['--resume'])):
         wd = str(tmp_path / f'wd_{candidates}')
         if start:  # the first run's teacher: its checkpoint at 150
-            teacher = osp.join(str(tmp_path / 'wd_predicted_unseen'),
-                               'iter_150.pth')
+            teacher = osp.join(
+                str(tmp_path / 'wd_predicted_unseen'), 'iter_150.pth')
             start += ['--cfg-options', f'load_from={teacher}']
-        out = run_tool(['train.py', osp.join(REPO, 'configs/sign/sign_toy.py'),
-                        '--work-dir', wd, *start[:1], '--cfg-options', *short,
-                        f'train_cfg.stages.2.candidates={candidates}',
-                        *start[2:]], tmp_path)
+        out = run_tool([
+            'train.py',
+            osp.join(REPO, 'configs/sign/sign_toy.py'), '--work-dir', wd,
+            *start[:1], '--cfg-options', *short,
+            f'train_cfg.stages.2.candidates={candidates}', *start[2:]
+        ], tmp_path)
         history = val_history(wd)
         seen[candidates] = (history.get(150, {}).get('mIoU_seen'),
                             history[200]['mIoU_seen'])
@@ -136,11 +153,11 @@ def test_use_foreach_counts_what_a_gpu_launches():
 
     def setup():
         g = torch.Generator().manual_seed(0)
-        params = [torch.nn.Parameter(torch.randn(3, generator=g))
-                  for _ in range(6)]
+        params = [
+            torch.nn.Parameter(torch.randn(3, generator=g)) for _ in range(6)
+        ]
         wrappers = OptimWrapperDict(
-            a=OptimWrapper(torch.optim.SGD(params[:3], lr=0.1,
-                                           momentum=0.9)),
+            a=OptimWrapper(torch.optim.SGD(params[:3], lr=0.1, momentum=0.9)),
             b=OptimWrapper(torch.optim.Adam(params[3:], lr=0.1)))
 
         def step():
@@ -148,6 +165,7 @@ def test_use_foreach_counts_what_a_gpu_launches():
                 p.grad = torch.full((3, ), float(i + 1))
             for w in wrappers.values():
                 w.step()
+
         return params, wrappers, step
 
     loop_params, _, loop_step = setup()
@@ -170,14 +188,18 @@ def test_baseline_of_a_multi_level_model_keeps_its_projection():
     import torch
     from mmengine.config import Config
     from mmseg.registry import MODELS
+
     from mmseg_sign.analysis.benchmark import baseline_model_cfg
     cfg = Config.fromfile(
         osp.join(REPO, 'configs/sign/sign_lite0_camvid-480x360.py'))
     cfg.model.decode_head.num_classes = 10
     base = baseline_model_cfg(cfg.model)
-    assert base['neck'] == dict(type='MLPFusion', mlp_channels=128,
-                                in_channels=[40, 112, 320], channels=64,
-                                in_index=[0, 1, 2])
+    assert base['neck'] == dict(
+        type='MLPFusion',
+        mlp_channels=128,
+        in_channels=[40, 112, 320],
+        channels=64,
+        in_index=[0, 1, 2])
     base['backbone'] = dict(base['backbone'], init_cfg=None)
     model = MODELS.build(base).eval()
     with torch.no_grad():

@@ -5,8 +5,7 @@ import math
 
 import pytest
 
-from mmseg_sign.analysis.stats import (mean_ci, paired_difference,
-                                    parse_seeds)
+from mmseg_sign.analysis.stats import mean_ci, paired_difference, parse_seeds
 
 
 def test_mean_ci_by_hand():
@@ -17,8 +16,7 @@ def test_mean_ci_by_hand():
     assert str(ci) == '2.00 ± 2.48'
     # ten values 0..9: mean 4.5, sd 3.0277; t(0.975, 9 df) = 2.262
     ci = mean_ci(list(range(10)))
-    assert ci.half == pytest.approx(2.262 * 3.0277 / math.sqrt(10),
-                                    abs=2e-3)
+    assert ci.half == pytest.approx(2.262 * 3.0277 / math.sqrt(10), abs=2e-3)
     # a 90 % interval is narrower: t(0.95, 9 df) = 1.833
     assert mean_ci(list(range(10)), 0.90).half == pytest.approx(
         1.833 * 3.0277 / math.sqrt(10), abs=2e-3)
@@ -53,9 +51,8 @@ def test_paired_difference_cancels_the_seeds_luck():
         paired_difference([1, 2], [1])
 
 
-@pytest.mark.parametrize('text,seeds', [
-    ('0-9', list(range(10))), ('3', [3]), ('0-2,7', [0, 1, 2, 7]),
-    ('5-5', [5])])
+@pytest.mark.parametrize('text,seeds', [('0-9', list(range(10))), ('3', [3]),
+                                        ('0-2,7', [0, 1, 2, 7]), ('5-5', [5])])
 def test_parse_seeds(text, seeds):
     assert parse_seeds(text) == seeds
 

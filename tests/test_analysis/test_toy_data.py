@@ -11,11 +11,11 @@ import pytest
 from gensim.models import KeyedVectors
 from PIL import Image
 
-from mmseg_sign.datasets.class_names import (TOY_ATTRIBUTES, TOY_CLASSES,
-                                             TOY_PALETTE, TOY_UNSEEN)
 from mmseg_sign.analysis.toy_data import (TOY_ATTRIBUTE_VALUES, TOY_POSITIONS,
                                           make_toy_dataset,
                                           toy_attribute_matrix)
+from mmseg_sign.datasets.class_names import (TOY_ATTRIBUTES, TOY_CLASSES,
+                                             TOY_PALETTE, TOY_UNSEEN)
 from mmseg_sign.embeddings import load_class_embeddings
 
 REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -128,8 +128,7 @@ def test_class_appearance(toy):
             assert min(r, g) > b + 60, (name, r, g, b)
     # vertical position: class mean rows ordered as the position attribute
     groups = {
-        pos: [mean_row[c] for c in TOY_CLASSES
-              if TOY_ATTRIBUTES[c][2] == pos]
+        pos: [mean_row[c] for c in TOY_CLASSES if TOY_ATTRIBUTES[c][2] == pos]
         for pos in TOY_POSITIONS
     }
     assert max(groups['top']) < min(groups['middle'])
@@ -197,8 +196,8 @@ def test_embeddings_follow_attributes(toy):
 
 
 def test_determinism_sizes_and_cli(tmp_path, capsys):
-    kwargs = dict(num_train=12, num_val=10, val_size=(96, 80), seed=3,
-                  embed_dims=(8, 6))
+    kwargs = dict(
+        num_train=12, num_val=10, val_size=(96, 80), seed=3, embed_dims=(8, 6))
     first = make_toy_dataset(str(tmp_path / 'a'), **kwargs)
     make_toy_dataset(str(tmp_path / 'b'), **kwargs)
     files_a, files_b = all_files(tmp_path / 'a'), all_files(tmp_path / 'b')
@@ -207,9 +206,16 @@ def test_determinism_sizes_and_cli(tmp_path, capsys):
     assert len(files_a) == 2 * (12 + 10) + 6
     assert files_a == files_b
     assert json.loads(files_a['toy_data.json']) == dict(
-        seed=3, num_train=12, num_val=10, train_size=[64, 64],
-        val_size=[96, 80], objects_per_image=[2, 4], noise_std=8.0,
-        position_jitter=0.06, embed_dims=[8, 6], embed_noise=0.2)
+        seed=3,
+        num_train=12,
+        num_val=10,
+        train_size=[64, 64],
+        val_size=[96, 80],
+        objects_per_image=[2, 4],
+        noise_std=8.0,
+        position_jitter=0.06,
+        embed_dims=[8, 6],
+        embed_noise=0.2)
     assert first['embedding_dim'] == 14
     other = make_toy_dataset(str(tmp_path / 'c'), **dict(kwargs, seed=4))
     files_c = all_files(tmp_path / 'c')
@@ -231,9 +237,10 @@ def test_determinism_sizes_and_cli(tmp_path, capsys):
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     out = str(tmp_path / 'cli')
-    tool.main(['--out', out, '--num-train', '12', '--num-val', '10',
-               '--val-size', '96', '80', '--seed', '3', '--embed-dims', '8',
-               '6'])
+    tool.main([
+        '--out', out, '--num-train', '12', '--num-val', '10', '--val-size',
+        '96', '80', '--seed', '3', '--embed-dims', '8', '6'
+    ])
     printed = json.loads(capsys.readouterr().out)
     assert printed['num_train'] == 12 and printed['embedding_dim'] == 14
     assert all_files(out) == files_a

@@ -9,26 +9,31 @@ import sys
 from datetime import datetime
 
 import pytest
-import torch
-
 import tool_server
+import torch
 from e2e_utils import REPO
 
-SHORT_PLAN = ['train_cfg.stages.0.iters=2',
-              'train_cfg.stages.1.iters=2',
-              'train_cfg.stages.1.block_iters=1',
-              'train_cfg.stages.2.iters=2']
+# every test here starts a tool process or trains a run
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings('ignore')]
+
+SHORT_PLAN = [
+    'train_cfg.stages.0.iters=2', 'train_cfg.stages.1.iters=2',
+    'train_cfg.stages.1.block_iters=1', 'train_cfg.stages.2.iters=2'
+]
 
 
 def test_table_is_mean_and_ci_of_the_chosen_runs():
     from mmseg_sign.analysis.toy_markdown import table, table_by_data_seed
+
     def run(h):
-        return dict(seconds=10, params=dict(sim=1234, model=56789),
-                    transfer=dict(mIoU_seen=80.0, mIoU_unseen=h / 2, hIoU=h))
+        return dict(
+            seconds=10,
+            params=dict(sim=1234, model=56789),
+            transfer=dict(mIoU_seen=80.0, mIoU_unseen=h / 2, hIoU=h))
 
     results = {'a/0/0': run(40.0), 'a/0/1': run(60.0), 'a/1/0': run(90.0)}
-    lines = table(results, {'A': ('a', 'transfer')}, data_seeds=[0],
-                  seeds=[0, 1])
+    lines = table(
+        results, {'A': ('a', 'transfer')}, data_seeds=[0], seeds=[0, 1])
     # the run of data seed 1 is not asked for. By hand: 40 and 60 have
     # sd 14.142 (ddof 1); t(0.975, 1 df) = 12.706 (a t table), so the half
     # width is 12.706 · 14.142 / √2 = 127.06; unseen (20, 30): 63.53
@@ -37,13 +42,16 @@ def test_table_is_mean_and_ci_of_the_chosen_runs():
     assert table(results, {'B': ('b', 'transfer')}, [0], [0]) == lines[:2]
     # s per run: the runs trained whole in one attempt (not a continued
     # one, nor one that started from another run's stages)
-    part = dict(results, **{'a/0/1': dict(run(60.0), seconds=3,
-                                          started_from='b_seed1/iter_4.pth')})
-    assert table(part, {'A': ('a', 'transfer')}, [0], [0, 1])[2].endswith(
-        '| 10 |')
+    part = dict(
+        results, **{
+            'a/0/1':
+            dict(run(60.0), seconds=3, started_from='b_seed1/iter_4.pth')
+        })
+    assert table(part, {'A': ('a', 'transfer')}, [0],
+                 [0, 1])[2].endswith('| 10 |')
     part['a/0/0'] = dict(run(40.0), seconds=2, resumed_from='iter_2.pth')
-    assert table(part, {'A': ('a', 'transfer')}, [0], [0, 1])[2].endswith(
-        '| — |')
+    assert table(part, {'A': ('a', 'transfer')}, [0],
+                 [0, 1])[2].endswith('| — |')
     # per data seed: seeds 0, 1 of data seed 0 (40, 60); data seed 1 has
     # seed 0 only (90)
     by_data = table_by_data_seed(results, {'A': ('a', 'transfer')}, [0, 1],
@@ -56,17 +64,24 @@ def test_table_is_mean_and_ci_of_the_chosen_runs():
 
 def test_compare_is_a_paired_difference_with_its_interval():
     from mmseg_sign.analysis.toy_markdown import comparison
+
     def run(h):
-        return dict(self_train=dict(mIoU_seen=80.0, mIoU_unseen=h,
-                                    hIoU=h))
+        return dict(self_train=dict(mIoU_seen=80.0, mIoU_unseen=h, hIoU=h))
 
     a, b = [50.0, 60.0, 70.0], [48.0, 57.0, 69.0]
-    results = {**{f'a/0/{s}': run(v) for s, v in enumerate(a)},
-               **{f'b/0/{s}': run(v) for s, v in enumerate(b)},
-               **{f'c/0/{s}': run(v - 5) for s, v in enumerate(a)},
-               'b/0/7': run(10.0)}  # no partner in A: not paired
-    rows = {'A': ('a', 'self_train'), 'B': ('b', 'self_train'),
-            'C': ('c', 'self_train')}
+    results = {
+        **{f'a/0/{s}': run(v)
+           for s, v in enumerate(a)},
+        **{f'b/0/{s}': run(v)
+           for s, v in enumerate(b)},
+        **{f'c/0/{s}': run(v - 5)
+           for s, v in enumerate(a)}, 'b/0/7': run(10.0)
+    }  # no partner in A: not paired
+    rows = {
+        'A': ('a', 'self_train'),
+        'B': ('b', 'self_train'),
+        'C': ('c', 'self_train')
+    }
     lines = comparison(results, rows, [('A', 'B'), ('A', 'C')], [0],
                        [0, 1, 2, 7])
     # A − B: 2, 3, 1 -> mean 2, sd 1, t(0.975, 2 df) = 4.303 -> ± 2.48:
@@ -80,21 +95,27 @@ def test_compare_is_a_paired_difference_with_its_interval():
         lines
     assert lines[0].endswith('| A wins | the toy says |')
     # runs on a config's own data (CamVid) are not the toy's
-    own = comparison(results, rows, [('A', 'C')], [0], [0, 1, 2],
-                     says='the runs say')
+    own = comparison(
+        results, rows, [('A', 'C')], [0], [0, 1, 2], says='the runs say')
     assert own[0].endswith('| A wins | the runs say |') and own[1:] == [
-        lines[1], *lines[-3:]]
+        lines[1], *lines[-3:]
+    ]
 
 
 def test_param_counts_split_the_sim_from_the_inference_model(tmp_path):
     import torch
+
     from mmseg_sign.analysis.toy_table import param_counts
-    sizes = {'backbone.conv.weight': 10, 'neck.input_proj.conv.weight': 5,
-             'neck.encoder.proj.weight': 3, 'neck.reparam.mu.weight': 4,
-             'decode_head.generator.fc.weight': 7,
-             'decode_head.discriminator.fc.weight': 6,
-             'decode_head.class_embedding': 8,
-             'decode_head.conv_seg.weight': 2}
+    sizes = {
+        'backbone.conv.weight': 10,
+        'neck.input_proj.conv.weight': 5,
+        'neck.encoder.proj.weight': 3,
+        'neck.reparam.mu.weight': 4,
+        'decode_head.generator.fc.weight': 7,
+        'decode_head.discriminator.fc.weight': 6,
+        'decode_head.class_embedding': 8,
+        'decode_head.conv_seg.weight': 2
+    }
     state = {k: torch.zeros(n) for k, n in sizes.items()}
     state['backbone.bn.num_batches_tracked'] = torch.zeros(9).long()
     torch.save(dict(state_dict=state), tmp_path / 'iter_1.pth')
@@ -106,21 +127,25 @@ def test_param_counts_split_the_sim_from_the_inference_model(tmp_path):
 
 def test_runner_records_every_stage_and_draws(tmp_path):
     wd = tmp_path / 'table'
-    cmd = [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
-           osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
-           '--data-seeds', '5', '--work-dir', str(wd), '--rows',
-           'SIGN=sign_toy+short@transfer',
-           'SIGN + AST=sign_toy+short@self_train',
-           '--picture', str(tmp_path / 'cmp.png'), '--tag', 'short',
-           '--cfg-options', *SHORT_PLAN]
+    cmd = [
+        sys.executable,
+        osp.join(REPO, 'tools', 'toy_table.py'),
+        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
+        '--data-seeds', '5', '--work-dir',
+        str(wd), '--rows', 'SIGN=sign_toy+short@transfer',
+        'SIGN + AST=sign_toy+short@self_train', '--picture',
+        str(tmp_path / 'cmp.png'), '--tag', 'short', '--cfg-options',
+        *SHORT_PLAN
+    ]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    out = tool_server.run(cmd, capture_output=True, text=True, env=env,
-                         timeout=600)
+    out = tool_server.run(
+        cmd, capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((wd / 'results.json').read_text())
     run = results['sign_toy+short/5/0']
-    assert set(run) == {'seconds', 'params', 'key', 'train', 'transfer',
-                        'self_train'}
+    assert set(run) == {
+        'seconds', 'params', 'key', 'train', 'transfer', 'self_train'
+    }
     from mmseg_sign.analysis.toy_results import run_key
     assert run['key'] == run_key(  # what it ran: the config + options
         osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), None, SHORT_PLAN)
@@ -131,28 +156,33 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     assert out.stdout.index('| SIGN |') < out.stdout.index('| SIGN + AST |')
     assert (tmp_path / 'cmp.png').stat().st_size > 0
     # the same command again reuses the run (no training)
-    again = tool_server.run(cmd, capture_output=True, text=True, env=env,
-                           timeout=600)
+    again = tool_server.run(
+        cmd, capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0 and \
         'sign_toy+short/5/0 {' not in again.stdout
     assert json.loads((wd / 'results.json').read_text()) == results
     # --report-only trains nothing: a seed with no stored run is left out
     # of its rows (the runs column says 1)
-    report = tool_server.run(
-        [*cmd[:4], '0', '1', *cmd[5:], '--report-only'], capture_output=True,
-        text=True, env=env, timeout=600)
+    report = tool_server.run([*cmd[:4], '0', '1', *cmd[5:], '--report-only'],
+                             capture_output=True,
+                             text=True,
+                             env=env,
+                             timeout=600)
     assert report.returncode == 0, report.stderr[-3000:]
     assert '| SIGN + AST | 1 |' in report.stdout
     assert not (wd / 'sign_toy+short_data5_seed1').exists()
     assert json.loads((wd / 'results.json').read_text()) == results
     # with the tag but without the --cfg-options it is another run:
     # refused, not passed off as the tagged one (issue 34)
-    other = tool_server.run(cmd[:-len(SHORT_PLAN) - 1], capture_output=True,
-                           text=True, env=env, timeout=600)
+    other = tool_server.run(
+        cmd[:-len(SHORT_PLAN) - 1],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600)
     assert other.returncode == 2 and 'ran another config or other ' \
         '--cfg-options: sign_toy+short/5/0' in other.stderr
     assert json.loads((wd / 'results.json').read_text()) == results
-
 
 
 def test_seed_key_varies_one_source_and_compare_pairs_the_runs(tmp_path):
@@ -163,14 +193,17 @@ def test_seed_key_varies_one_source_and_compare_pairs_the_runs(tmp_path):
     from mmengine.config import Config
     wd = tmp_path / 'table'
     key = 'default_hooks.sign_random.init_seed'
-    cmd = [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
-           osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds',
-           '0-1', '--data-seeds', '5', '--work-dir', str(wd), '--jobs', '2',
-           '--tag', 'init', '--seed-key', key, '--cfg-options',
-           'randomness.seed=0', *SHORT_PLAN]
+    cmd = [
+        sys.executable,
+        osp.join(REPO, 'tools', 'toy_table.py'),
+        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0-1',
+        '--data-seeds', '5', '--work-dir',
+        str(wd), '--jobs', '2', '--tag', 'init', '--seed-key', key,
+        '--cfg-options', 'randomness.seed=0', *SHORT_PLAN
+    ]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    out = tool_server.run(cmd, capture_output=True, text=True, env=env,
-                         timeout=600)
+    out = tool_server.run(
+        cmd, capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     states = []
     for seed in (0, 1):
@@ -185,20 +218,23 @@ def test_seed_key_varies_one_source_and_compare_pairs_the_runs(tmp_path):
     stem = 'backbone.stem.0.weight'
     assert not torch.equal(states[0][stem], states[1][stem])
     results = json.loads((wd / 'results.json').read_text())
-    report = tool_server.run(
-        [*cmd, '--report-only', '--rows', 'T=sign_toy+init@transfer',
-         'AST=sign_toy+init@self_train', '--compare', 'AST', 'T'],
-        capture_output=True, text=True, env=env, timeout=600)
+    report = tool_server.run([
+        *cmd, '--report-only', '--rows', 'T=sign_toy+init@transfer',
+        'AST=sign_toy+init@self_train', '--compare', 'AST', 'T'
+    ],
+                             capture_output=True,
+                             text=True,
+                             env=env,
+                             timeout=600)
     assert report.returncode == 0, report.stderr[-3000:]
-    diffs = [results[f'sign_toy+init/5/{s}']['self_train']['hIoU'] -
-             results[f'sign_toy+init/5/{s}']['transfer']['hIoU']
-             for s in (0, 1)]
+    diffs = [
+        results[f'sign_toy+init/5/{s}']['self_train']['hIoU'] -
+        results[f'sign_toy+init/5/{s}']['transfer']['hIoU'] for s in (0, 1)
+    ]
     line = next(x for x in report.stdout.splitlines()
                 if x.startswith('| AST − T | harmonic mIoU |'))
     assert f'| 2 | {sum(diffs) / 2:.2f} ± ' in line, line
     assert json.loads((wd / 'results.json').read_text()) == results
-
-pytestmark = pytest.mark.filterwarnings('ignore')
 
 
 def test_sweep_points_tag_every_value():
@@ -209,7 +245,8 @@ def test_sweep_points_tag_every_value():
     assert config_value(cfg, 'train_cfg.stages.7.temperature') is None
     assert sweep_points(f'{key}=0.2,5') == [
         (0.2, 'temperature0.2', [f'{key}=0.2']),
-        (5.0, 'temperature5', [f'{key}=5'])]
+        (5.0, 'temperature5', [f'{key}=5'])
+    ]
     with pytest.raises(ValueError, match='KEY=V1,V2'):
         sweep_points(key)
     with pytest.raises(ValueError, match="'high' is not a number"):
@@ -220,19 +257,23 @@ def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
     from mmengine.config import Config
     wd = tmp_path / 'sweep'
     key = 'train_cfg.stages.2.temperature'
-    cmd = [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
-           osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
-           '--data-seeds', '5', '--work-dir', str(wd), '--jobs', '2',
-           '--sweep', f'{key}=0.2,5', '--plot', str(tmp_path / 'curve.png'),
-           '--cfg-options', *SHORT_PLAN]
+    cmd = [
+        sys.executable,
+        osp.join(REPO, 'tools', 'toy_table.py'),
+        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
+        '--data-seeds', '5', '--work-dir',
+        str(wd), '--jobs', '2', '--sweep', f'{key}=0.2,5', '--plot',
+        str(tmp_path / 'curve.png'), '--cfg-options', *SHORT_PLAN
+    ]
     env = dict(os.environ, PYTHONWARNINGS='ignore')
     env.pop('OMP_NUM_THREADS', None)  # --jobs sets it for each run
-    out = tool_server.run(cmd, capture_output=True, text=True, env=env,
-                         timeout=600)
+    out = tool_server.run(
+        cmd, capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     results = json.loads((wd / 'results.json').read_text())
-    assert set(results) == {'sign_toy+temperature0.2/5/0',
-                            'sign_toy+temperature5/5/0'}
+    assert set(results) == {
+        'sign_toy+temperature0.2/5/0', 'sign_toy+temperature5/5/0'
+    }
     # each run was trained with its value (the config each run dumped)
     for stem, value in (('sign_toy+temperature0.2', 0.2),
                         ('sign_toy+temperature5', 5)):
@@ -276,20 +317,25 @@ def _train_children(work_dir):
     return found
 
 
-@pytest.mark.skipif(not sys.platform.startswith('linux'),
-                    reason='PR_SET_PDEATHSIG is Linux-only')
+@pytest.mark.skipif(
+    not sys.platform.startswith('linux'),
+    reason='PR_SET_PDEATHSIG is Linux-only')
 def test_killed_table_leaves_no_run_training(tmp_path):
     """Issue 34: `kill -9` of tools/toy_table.py stops its runs too (they
     trained on as orphans)."""
     import signal
     import time
     wd = tmp_path / 'table'
-    cmd = [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
-           osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
-           '--data-seeds', '5', '--work-dir', str(wd)]
+    cmd = [
+        sys.executable,
+        osp.join(REPO, 'tools', 'toy_table.py'),
+        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
+        '--data-seeds', '5', '--work-dir',
+        str(wd)
+    ]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    table = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    table = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     children = []
     while not children and time.time() < deadline:
@@ -331,7 +377,9 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     monkeypatch.setattr(tt, 'record_run', too_large)
     monkeypatch.setenv('OMP_NUM_THREADS', '1')
     results = {}
-    failed = tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), results,
+    failed = tt.train_runs([(cfg, 'short', plan, 5, 0)],
+                           str(wd),
+                           results,
                            checkpoint_interval=2)
     run_dir = wd / 'sign_toy+short_data5_seed0'
     kept = run_dir / RUN_RESULT
@@ -361,26 +409,31 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     kept.unlink()
     (run_dir / 'iter_6.pth').unlink()
     (run_dir / 'last_checkpoint').write_text(str(run_dir / 'iter_4.pth'))
-    options = [*plan, 'randomness.seed=0',
-               f'model.decode_head.class_embeddings={wd}/data5/'
-               'class_embeddings.npz',
-               *(f'{loader}.dataset.data_root={wd}/data5' for loader in
-                 ('train_dataloader', 'val_dataloader', 'test_dataloader'))]
+    options = [
+        *plan, 'randomness.seed=0',
+        f'model.decode_head.class_embeddings={wd}/data5/'
+        'class_embeddings.npz',
+        *(f'{loader}.dataset.data_root={wd}/data5'
+          for loader in ('train_dataloader', 'val_dataloader',
+                         'test_dataloader'))
+    ]
     for interval in ([], ['default_hooks.checkpoint.interval=3']):
-        assert tt.unfinished_checkpoint(
-            cfg, str(run_dir), [*options, *interval]) == str(
-                run_dir / 'iter_4.pth')
+        assert tt.unfinished_checkpoint(cfg, str(run_dir),
+                                        [*options, *interval]) == str(
+                                            run_dir / 'iter_4.pth')
     # another seed, another option, another config: not this run
     assert tt.unfinished_checkpoint(
-        cfg, str(run_dir), [*options[:-4], 'randomness.seed=1',
-                            *options[-3:]]) is None
+        cfg, str(run_dir),
+        [*options[:-4], 'randomness.seed=1', *options[-3:]]) is None
     assert tt.unfinished_checkpoint(
         cfg, str(run_dir), [*options, 'train_cfg.stages.2.iters=3']) is None
     assert tt.unfinished_checkpoint(
         osp.join(REPO, 'configs', 'sign', 'sign_toy_st.py'), str(run_dir),
         options) is None
     again = {}  # with another checkpoint interval
-    assert tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), again,
+    assert tt.train_runs([(cfg, 'short', plan, 5, 0)],
+                         str(wd),
+                         again,
                          checkpoint_interval=3) == []
     resumed = again['sign_toy+short/5/0']
     assert resumed['resumed_from'] == 'iter_4.pth'
@@ -390,16 +443,18 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     # the second attempt trained iterations 5-6 only
     logs = sorted(run_dir.glob('*/vis_data/scalars.json'))
     assert len(logs) == 2
-    steps = [json.loads(line)['step'] for line in logs[1].read_text()
-             .splitlines() if 'loss' in json.loads(line)]
+    steps = [
+        json.loads(line)['step'] for line in logs[1].read_text().splitlines()
+        if 'loss' in json.loads(line)
+    ]
     assert steps and min(steps) > 4, steps
     # without a checkpoint to continue, a run trains from scratch
     (run_dir / 'last_checkpoint').unlink()
     assert tt.unfinished_checkpoint(cfg, str(run_dir), options) is None
 
 
-def test_a_run_starts_from_the_stages_another_run_ran_alike(tmp_path,
-                                                           monkeypatch):
+def test_a_run_starts_from_the_stages_another_run_ran_alike(
+        tmp_path, monkeypatch):
     """SIGN + ST trains train and transfer as SIGN + AST does (same seed,
     data, options): in one table it starts from the AST run's checkpoint
     at the transfer's end, trains self-training only, and ends with the
@@ -413,41 +468,47 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(tmp_path,
     ast = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
     st = osp.join(REPO, 'configs', 'sign', 'sign_toy_st.py')
     # long enough for each stage to move the model
-    plan = ['train_cfg.stages.0.iters=20', 'train_cfg.stages.1.iters=10',
-            'train_cfg.stages.1.block_iters=5',
-            'train_cfg.stages.2.iters=10', 'default_hooks.logger.interval=1']
+    plan = [
+        'train_cfg.stages.0.iters=20', 'train_cfg.stages.1.iters=10',
+        'train_cfg.stages.1.block_iters=5', 'train_cfg.stages.2.iters=10',
+        'default_hooks.logger.interval=1'
+    ]
     shared, alone = tmp_path / 'shared', tmp_path / 'alone'
     shared.mkdir()
     alone.mkdir()
     results = {}
-    assert tt.train_runs([(ast, 'short', plan, 5, 0)], str(shared),
-                         results, checkpoint_interval=10) == []
-    options = [*plan, 'randomness.seed=0', 'model.decode_head.'
-               f'class_embeddings={shared}/data5/class_embeddings.npz',
-               *(f'{loader}.dataset.data_root={shared}/data5' for loader in
-                 ('train_dataloader', 'val_dataloader', 'test_dataloader'))]
+    assert tt.train_runs([(ast, 'short', plan, 5, 0)],
+                         str(shared),
+                         results,
+                         checkpoint_interval=10) == []
+    options = [
+        *plan, 'randomness.seed=0', 'model.decode_head.'
+        f'class_embeddings={shared}/data5/class_embeddings.npz',
+        *(f'{loader}.dataset.data_root={shared}/data5'
+          for loader in ('train_dataloader', 'val_dataloader',
+                         'test_dataloader'))
+    ]
     # an earlier attempt at the ST run, killed at iteration 10 (the AST
     # run's checkpoint there is the same state): the shared start at 30
     # is further, and the attempt's checkpoint is set aside, not lost
     run_dir = shared / 'sign_toy_st+short_data5_seed0'
     run_dir.mkdir()
-    attempt = (shared / 'sign_toy+short_data5_seed0' / 'iter_10.pth'
-               ).read_bytes()
+    attempt = (shared / 'sign_toy+short_data5_seed0' /
+               'iter_10.pth').read_bytes()
     (run_dir / 'iter_10.pth').write_bytes(attempt)
     (run_dir / 'last_checkpoint').write_text(str(run_dir / 'iter_10.pth'))
     ran = Config.fromfile(st)
     ran.merge_from_dict(parse_cfg_options(options))
     ran.dump(str(run_dir / 'sign_toy_st.py'))
-    assert tt.unfinished_checkpoint(st, str(run_dir), options) == str(
-        run_dir / 'iter_10.pth')
+    assert tt.unfinished_checkpoint(st, str(run_dir),
+                                    options) == str(run_dir / 'iter_10.pth')
     assert tt.train_runs([(st, 'short', plan, 5, 0)], str(shared),
                          results) == []
-    assert tt.train_runs([(st, 'short', plan, 5, 0)], str(alone),
-                         {}) == []
-    started = json.loads((shared / 'results.json').read_text())[
-        'sign_toy_st+short/5/0']
-    scratch = json.loads((alone / 'results.json').read_text())[
-        'sign_toy_st+short/5/0']
+    assert tt.train_runs([(st, 'short', plan, 5, 0)], str(alone), {}) == []
+    started = json.loads(
+        (shared / 'results.json').read_text())['sign_toy_st+short/5/0']
+    scratch = json.loads(
+        (alone / 'results.json').read_text())['sign_toy_st+short/5/0']
     assert started['started_from'] == \
         'sign_toy+short_data5_seed0/iter_30.pth'
     assert 'started_from' not in scratch
@@ -458,23 +519,25 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(tmp_path,
     # the ST run's own last stage: its model moved after the transfer
     assert started['self_train'] != started['transfer']
     # it trained self-training only; the older file went aside
-    steps = [json.loads(line)['step'] for log in run_dir.glob(
-        '*/vis_data/scalars.json') for line in log.read_text().splitlines()
-        if 'loss' in json.loads(line)]
+    steps = [
+        json.loads(line)['step']
+        for log in run_dir.glob('*/vis_data/scalars.json')
+        for line in log.read_text().splitlines() if 'loss' in json.loads(line)
+    ]
     assert steps and min(steps) == 31, steps
     assert [p.read_bytes() for p in run_dir.glob('replaced_*/iter_10.pth')] \
         == [attempt]
     # what is compared: seed, data and the plan up to the shared stages
     other = str(shared / 'new_run')
-    assert tt.shared_start(st, other, options)[1:] == (
-        str(shared / 'sign_toy+short_data5_seed0'), 30)
+    assert tt.shared_start(st, other, options)[1:] == (str(
+        shared / 'sign_toy+short_data5_seed0'), 30)
     assert tt.shared_start(st, other, [*options, 'randomness.seed=1']) \
         is None
     # a longer transfer: only the train stage is shared (iteration 20)
-    assert tt.shared_start(st, other, [
-        *options, 'train_cfg.stages.1.iters=12'])[2] == 20
-    assert tt.shared_start(st, other, [
-        *options, 'train_cfg.stages.0.iters=30']) is None
+    assert tt.shared_start(st, other,
+                           [*options, 'train_cfg.stages.1.iters=12'])[2] == 20
+    assert tt.shared_start(st, other,
+                           [*options, 'train_cfg.stages.0.iters=30']) is None
 
 
 def test_toy_data_of_another_seed_is_not_reused(tmp_path):
@@ -482,37 +545,45 @@ def test_toy_data_of_another_seed_is_not_reused(tmp_path):
     taken as data seed 0 and its runs stored as seed 0's. Refused from the
     set's record; a set made before the record by its first test image,
     then recorded."""
-    from mmseg_sign.analysis.toy_data import TOY_DATA_RECORD, \
-        make_toy_dataset
+    from mmseg_sign.analysis.toy_data import TOY_DATA_RECORD, make_toy_dataset
     from mmseg_sign.analysis.toy_table import TOY_VAL_SIZE, toy_data
     data0 = tmp_path / 'data0'
-    make_toy_dataset(str(data0), num_train=10, num_val=10,
-                     val_size=TOY_VAL_SIZE, seed=1)
+    make_toy_dataset(
+        str(data0), num_train=10, num_val=10, val_size=TOY_VAL_SIZE, seed=1)
     record = data0 / TOY_DATA_RECORD
     assert json.loads(record.read_text())['seed'] == 1
     # through the tool: refused before anything trains
-    proc = tool_server.run(
-        [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
-         osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
-         '--work-dir', str(tmp_path)], capture_output=True, text=True,
-        timeout=300, env=dict(os.environ, PYTHONWARNINGS='ignore'))
+    proc = tool_server.run([
+        sys.executable,
+        osp.join(REPO, 'tools', 'toy_table.py'),
+        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
+        '--work-dir',
+        str(tmp_path)
+    ],
+                           capture_output=True,
+                           text=True,
+                           timeout=300,
+                           env=dict(os.environ, PYTHONWARNINGS='ignore'))
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "data0 holds toy data made with {'seed': 1" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ['data0']
-    with pytest.raises(ValueError, match=(
-            r"data0 holds toy data made with \{'seed': 1, 'val_size': "
-            r"\[96, 96\]\}.*not \{'seed': 0.*another --work-dir")):
+    with pytest.raises(
+            ValueError,
+            match=(r"data0 holds toy data made with \{'seed': 1, 'val_size': "
+                   r"\[96, 96\]\}.*not \{'seed': 0.*another --work-dir")):
         toy_data(str(tmp_path), 0)
     record.unlink()  # as made before the record existed
-    with pytest.raises(ValueError, match=(
-            "data0 holds toy data that is not {'seed': 0, 'val_size': "
-            r"\[96, 96\]}: its first test image")):
+    with pytest.raises(
+            ValueError,
+            match=("data0 holds toy data that is not {'seed': 0, 'val_size': "
+                   r"\[96, 96\]}: its first test image")):
         toy_data(str(tmp_path), 0)
     (tmp_path / 'data1').symlink_to(data0)  # the seed it was made with
     assert toy_data(str(tmp_path), 1) == str(tmp_path / 'data1')
     assert json.loads(record.read_text()) == dict(seed=1, val_size=[96, 96])
-    make_toy_dataset(str(tmp_path / 'small'), num_train=10, num_val=10,
-                     seed=1)  # the default 64 x 64 test images
+    make_toy_dataset(
+        str(tmp_path / 'small'), num_train=10, num_val=10,
+        seed=1)  # the default 64 x 64 test images
     (tmp_path / 'small' / TOY_DATA_RECORD).unlink()
     (tmp_path / 'data1').unlink()
     (tmp_path / 'data1').symlink_to(tmp_path / 'small')
@@ -524,15 +595,22 @@ def test_a_supervised_config_runs_on_the_toy_data(tmp_path):
     """Issue 41: toy_table gave every config the toy class-embedding table,
     so mmseg's FCN (no zero-shot head) failed in its head's constructor
     with a raw TypeError. A head without a table gets none."""
-    proc = tool_server.run(
-        [sys.executable, osp.join(REPO, 'tools', 'toy_table.py'),
-         osp.join(REPO, 'configs', 'baselines', 'fcn_r18-tiny_toy.py'),
-         '--seeds', '0', '--work-dir', str(tmp_path), '--tag', 'short',
-         '--cfg-options', 'train_cfg.max_iters=2',
-         'train_cfg.val_interval=2',
-         'val_evaluator.per_class=True'],
-        capture_output=True, text=True, timeout=600,
-        env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
+    proc = tool_server.run([
+        sys.executable,
+        osp.join(REPO, 'tools', 'toy_table.py'),
+        osp.join(REPO, 'configs', 'baselines',
+                 'fcn_r18-tiny_toy.py'), '--seeds', '0', '--work-dir',
+        str(tmp_path), '--tag', 'short', '--cfg-options',
+        'train_cfg.max_iters=2', 'train_cfg.val_interval=2',
+        'val_evaluator.per_class=True'
+    ],
+                           capture_output=True,
+                           text=True,
+                           timeout=600,
+                           env=dict(
+                               os.environ,
+                               PYTHONWARNINGS='ignore',
+                               OMP_NUM_THREADS='1'))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert '| fcn_r18-tiny_toy+short@end | 1 |' in proc.stdout
     stored = json.loads((tmp_path / 'results.json').read_text())

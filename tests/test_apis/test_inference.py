@@ -5,9 +5,9 @@ import os.path as osp
 
 import pytest
 import torch
+from e2e_utils import REPO
 from mmengine.config import Config
 
-from e2e_utils import REPO
 from mmseg_sign.apis.inference import init_model_checked
 from mmseg_sign.engine.hooks import CheckpointMismatchError
 
@@ -17,8 +17,8 @@ CLASSES = tuple(f'c{i}' for i in range(10))
 
 def _config(toy_root):
     cfg = Config.fromfile(CONFIG)
-    cfg.model.decode_head.class_embeddings = osp.join(
-        toy_root, 'class_embeddings.npz')
+    cfg.model.decode_head.class_embeddings = osp.join(toy_root,
+                                                      'class_embeddings.npz')
     return cfg
 
 
@@ -31,9 +31,11 @@ def saved(tmp_path_factory, toy_root):
     model = init_model(_config(toy_root), None, device='cpu')
     state = {k: v.clone() for k, v in model.state_dict().items()}
     path = tmp_path_factory.mktemp('ckpt') / 'model.pth'
-    torch.save(dict(meta=dict(dataset_meta=dict(classes=CLASSES),
-                              experiment_name='toy_run'),
-                    state_dict=state), path)
+    torch.save(
+        dict(
+            meta=dict(
+                dataset_meta=dict(classes=CLASSES), experiment_name='toy_run'),
+            state_dict=state), path)
     return str(path), state
 
 
@@ -55,8 +57,8 @@ def test_refuses_a_checkpoint_of_another_model(saved, toy_root, tmp_path):
     del partial['decode_head.conv_seg.weight']
     partial['decode_head.projection.weight'] = torch.zeros(3)
     bad = tmp_path / 'partial.pth'
-    torch.save(dict(meta=dict(experiment_name='other_run'),
-                    state_dict=partial), bad)
+    torch.save(
+        dict(meta=dict(experiment_name='other_run'), state_dict=partial), bad)
     with pytest.raises(CheckpointMismatchError) as err:
         init_model_checked(_config(toy_root), str(bad))
     message = str(err.value)
@@ -66,11 +68,12 @@ def test_refuses_a_checkpoint_of_another_model(saved, toy_root, tmp_path):
         'tensor(s): decode_head.projection.weight' in message
     assert "written by the run 'other_run'" in message
     # the data's class count against the checkpoint's
-    with pytest.raises(CheckpointMismatchError,
-                       match='trained on 10 classes, the test dataset has '
-                       '9'):
-        init_model_checked(_config(toy_root), path,
-                           dataset_classes=CLASSES[:9])
+    with pytest.raises(
+            CheckpointMismatchError,
+            match='trained on 10 classes, the test dataset has '
+            '9'):
+        init_model_checked(
+            _config(toy_root), path, dataset_classes=CLASSES[:9])
 
 
 def test_tiny_images_are_refused_and_large_ones_get_a_note(saved, toy_root):
@@ -83,13 +86,16 @@ def test_tiny_images_are_refused_and_large_ones_get_a_note(saved, toy_root):
     import numpy as np
     from mmengine.logging import MMLogger
     from mmseg.apis import inference_model
+
     from mmseg_sign.models.segmentors import ZeroShotEncoderDecoder
     model = init_model_checked(_config(toy_root), saved[0])
-    with pytest.raises(ValueError, match=r'is 1×1: too small to segment '
-                       r'\(at least 2 pixels a side'):
+    with pytest.raises(
+            ValueError,
+            match=r'is 1×1: too small to segment '
+            r'\(at least 2 pixels a side'):
         inference_model(model, np.zeros((1, 1, 3), np.uint8))
-    assert inference_model(model, np.zeros((2, 3, 3), np.uint8)
-                           ).pred_sem_seg.data.shape[-2:] == (2, 3)
+    assert inference_model(model, np.zeros(
+        (2, 3, 3), np.uint8)).pred_sem_seg.data.shape[-2:] == (2, 3)
     # the note: a threshold lowered for the test (the default is 1024²)
     model.LARGE_WHOLE_IMAGE = 64 * 64
     ZeroShotEncoderDecoder._said_large = False
@@ -103,6 +109,8 @@ def test_tiny_images_are_refused_and_large_ones_get_a_note(saved, toy_root):
             inference_model(model, np.zeros((72, 80, 3), np.uint8))
     finally:
         logger.removeHandler(handler)
-    notes = [r.getMessage() for r in records
-             if 'whole-image inference at 72×80' in r.getMessage()]
+    notes = [
+        r.getMessage() for r in records
+        if 'whole-image inference at 72×80' in r.getMessage()
+    ]
     assert len(notes) == 1 and "mode='slide'" in notes[0]

@@ -17,13 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
-
 import tool_server
 from e2e_utils import last_metrics, load_tool, run_tool, write_config
+from PIL import Image
+
 from mmseg_sign.datasets import ZeroShotCamVidDataset
-from mmseg_sign.datasets.class_names import (CAMVID_CLASSES,
-                                             CAMVID_TO_COCOSTUFF)
+from mmseg_sign.datasets.class_names import CAMVID_CLASSES, CAMVID_TO_COCOSTUFF
 from mmseg_sign.embeddings import CAGNET_LABELS
 from mmseg_sign.embeddings.table import read_class_embeddings
 
@@ -117,8 +116,9 @@ def test_converter_refuses_bad_input(small_camvid, tmp_path, capsys):
         converter.main([str(small_camvid), str(small_camvid / 'sub')])
     assert 'lies inside the CamVid folder' in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        converter.main([str(small_camvid), str(tmp_path / 'o2'),
-                        '--scale', '0'])
+        converter.main(
+            [str(small_camvid),
+             str(tmp_path / 'o2'), '--scale', '0'])
     assert '--scale must be in (0, 1]' in capsys.readouterr().err
     # a colour label map (RGB) is named, not silently converted
     bad = tmp_path / 'bad'
@@ -159,8 +159,9 @@ def test_converter_guards_issue_41(small_camvid, tmp_path, capsys):
     assert sorted(p.name for p in src.rglob('*')) == before
     # 3. a scale with nothing left to segment
     with pytest.raises(SystemExit) as err:
-        converter.main([str(small_camvid), str(tmp_path / 'o3'),
-                        '--scale', '0.001'])
+        converter.main(
+            [str(small_camvid),
+             str(tmp_path / 'o3'), '--scale', '0.001'])
     assert 'below 32 pixels a side' in str(err.value)
     assert '--scale >= 0.089' in str(err.value)
     assert not (tmp_path / 'o3' / 'img_dir').exists()
@@ -175,8 +176,7 @@ def test_converter_guards_issue_41(small_camvid, tmp_path, capsys):
     (broken / 'valannot' / last).write_bytes(data[:len(data) // 2])
     with pytest.raises(SystemExit) as err:
         converter.main([str(broken), str(out), '--force'])
-    assert last in str(err.value) and 'nothing was written' in str(
-        err.value)
+    assert last in str(err.value) and 'nothing was written' in str(err.value)
     assert {p: p.read_bytes() for p in out.rglob('*.png')} == kept
     assert sorted(os.listdir(out)) == ['ann_dir', 'img_dir', 'splits']
 
@@ -187,6 +187,7 @@ def test_converter_guards_issue_49(small_camvid, tmp_path):
     twice), two photographs with one name (x.png and x.jpg: one written
     over the other) and a photograph other than the first below 32 pixels
     a side are refused, naming the line or file; nothing is written."""
+
     def refused(mutate, *needles):
         src = tmp_path / f'src{len(os.listdir(tmp_path))}'
         shutil.copytree(small_camvid, src)
@@ -205,19 +206,22 @@ def test_converter_guards_issue_49(small_camvid, tmp_path):
     name = (small_camvid / 'val.txt').read_text().split()[0]
     stem = os.path.splitext(os.path.basename(name))[0]
     n = len((small_camvid / 'val.txt').read_text().splitlines())
-    refused(twice, f'val.txt:{n + 1} lists {stem}.png again (line 1): the '
-            'photograph would count twice')
+    refused(
+        twice, f'val.txt:{n + 1} lists {stem}.png again (line 1): the '
+        'photograph would count twice')
 
     def same_stem(src):
         lines = (src / 'val.txt').read_text().splitlines()
         img, lab = lines[0].split()
         shutil.copy(src / 'val' / os.path.basename(img),
                     src / 'val' / f'{stem}.jpg')
-        (src / 'val.txt').write_text('\n'.join(
-            lines + [f'{img[:-4]}.jpg {lab}']) + '\n')
+        (src /
+         'val.txt').write_text('\n'.join(lines + [f'{img[:-4]}.jpg {lab}']) +
+                               '\n')
 
-    refused(same_stem, f'lists {stem}.jpg and line 1 {stem}.png: both would '
-            f'be written as {stem}.png, one over the other')
+    refused(
+        same_stem, f'lists {stem}.jpg and line 1 {stem}.png: both would '
+        f'be written as {stem}.png, one over the other')
 
     def small_last(src):
         last = (src / 'val.txt').read_text().split()[-2:]
@@ -236,8 +240,11 @@ def test_converter_cuts_train_into_fit_and_held_out(tmp_path):
     """The held-out part for choosing a recipe: sequence 0016E5, frames
     04350-05940 of the tutorial's training list (54 photographs), the rest
     fit; together the training split, each name once."""
-    names = [Path(line.split()[0]).stem for line in
-             (CAMVID / 'train.txt').read_text().split('\n') if line.strip()]
+    names = [
+        Path(line.split()[0]).stem
+        for line in (CAMVID / 'train.txt').read_text().split('\n')
+        if line.strip()
+    ]
     counts = converter.write_train_splits(names, str(tmp_path))
     fit = (tmp_path / 'splits/train_fit.txt').read_text().split()
     held = (tmp_path / 'splits/train_held-out.txt').read_text().split()
@@ -246,8 +253,8 @@ def test_converter_cuts_train_into_fit_and_held_out(tmp_path):
     assert sorted(fit + held) == sorted(names)
     # by hand: every 30th frame from 04350 to 05940
     assert set(held) == {f'0016E5_{n:05d}' for n in range(4350, 5941, 30)}
-    assert not any(n.startswith('0016E5_0') and 4350 <= int(n[7:]) <= 5940
-                   for n in fit)
+    assert not any(
+        n.startswith('0016E5_0') and 4350 <= int(n[7:]) <= 5940 for n in fit)
 
 
 @needs_camvid
@@ -255,13 +262,15 @@ def test_dataset_holds_out_pole_and_masks_unseen(converted, small_camvid):
     common = dict(data_root=str(converted))
     val = ZeroShotCamVidDataset(
         data_prefix=dict(img_path='img_dir/val', seg_map_path='ann_dir/val'),
-        pipeline=[dict(type='LoadImageFromFile'),
-                  dict(type='LoadAnnotations'),
-                  dict(type='PackSegInputs')], **common)
+        pipeline=[
+            dict(type='LoadImageFromFile'),
+            dict(type='LoadAnnotations'),
+            dict(type='PackSegInputs')
+        ],
+        **common)
     classes = [c for c in CAMVID_CLASSES if c != 'pole']
     assert list(val.metainfo['classes']) == classes
-    assert val.metainfo['unseen_classes'] == ('pavement', 'car',
-                                              'pedestrian')
+    assert val.metainfo['unseen_classes'] == ('pavement', 'car', 'pedestrian')
     assert len(val.metainfo['palette']) == 10
     # by hand: a raw id's new id is its class's index in the 10-class
     # list; pole (2) and void (11) -> 255
@@ -277,12 +286,15 @@ def test_dataset_holds_out_pole_and_masks_unseen(converted, small_camvid):
         np.testing.assert_array_equal(gt, lut[raw])
     # training: no unseen pixel leaves the pipeline
     train = ZeroShotCamVidDataset(
-        data_prefix=dict(img_path='img_dir/train',
-                         seg_map_path='ann_dir/train'),
-        pipeline=[dict(type='LoadImageFromFile'),
-                  dict(type='LoadAnnotations'),
-                  dict(type='MaskUnseenClasses'),
-                  dict(type='PackSegInputs')], **common)
+        data_prefix=dict(
+            img_path='img_dir/train', seg_map_path='ann_dir/train'),
+        pipeline=[
+            dict(type='LoadImageFromFile'),
+            dict(type='LoadAnnotations'),
+            dict(type='MaskUnseenClasses'),
+            dict(type='PackSegInputs')
+        ],
+        **common)
     unseen = [classes.index(c) for c in train.metainfo['unseen_classes']]
     seen_any = set()
     for i in range(len(train)):
@@ -299,29 +311,37 @@ def trusted_pickle(path):
         return pickle.load(f)
 
 
+@pytest.mark.slow
 @needs_vectors
 def test_camvid_table_is_the_cocostuff_rows_by_name(tmp_path):
     out = tmp_path / 'camvid10.npz'
     folder = VECTORS / 'cocostuff'
-    run_tool(['dataset_converters/cagnet_word_vectors.py', '--dataset',
-              'camvid', '--fasttext', str(folder / 'fasttext.pkl'),
-              '--word2vec', str(folder / 'word2vec.pkl'), '--out', str(out)],
+    run_tool([
+        'dataset_converters/cagnet_word_vectors.py', '--dataset', 'camvid',
+        '--fasttext',
+        str(folder / 'fasttext.pkl'), '--word2vec',
+        str(folder / 'word2vec.pkl'), '--out',
+        str(out)
+    ],
              cwd=REPO)
     names, table = read_class_embeddings(str(out))
     assert list(names) == [c for c in CAMVID_CLASSES if c != 'pole']
     fasttext = trusted_pickle(folder / 'fasttext.pkl')
     word2vec = trusted_pickle(folder / 'word2vec.pkl')
-    labels = [line.split('\t')[1].strip() for line in (
-        folder / 'labels_refined.txt').read_text().splitlines()
-        if line.strip()]
+    labels = [
+        line.split('\t')[1].strip()
+        for line in (folder / 'labels_refined.txt').read_text().splitlines()
+        if line.strip()
+    ]
     assert labels == list(CAGNET_LABELS['cocostuff'])
     for name, row in zip(names, table):
         ref = labels.index(CAMVID_TO_COCOSTUFF[name])
         want = np.concatenate([fasttext[ref], word2vec[ref]])
-        np.testing.assert_allclose(row, want / np.linalg.norm(want),
-                                   rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(
+            row, want / np.linalg.norm(want), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow
 @needs_camvid
 @needs_vectors
 def test_sign_camvid_trains_and_tests(converted, tmp_path):
@@ -331,18 +351,22 @@ def test_sign_camvid_trains_and_tests(converted, tmp_path):
     (ws / 'data').mkdir(parents=True)
     shutil.copytree(converted, ws / 'data' / 'camvid')
     folder = VECTORS / 'cocostuff'
-    run_tool(['dataset_converters/cagnet_word_vectors.py', '--dataset',
-              'camvid', '--fasttext', str(folder / 'fasttext.pkl'),
-              '--word2vec', str(folder / 'word2vec.pkl'), '--out',
-              'data/embeddings/camvid10_cagnet_fasttext_word2vec.npz'],
+    run_tool([
+        'dataset_converters/cagnet_word_vectors.py', '--dataset', 'camvid',
+        '--fasttext',
+        str(folder / 'fasttext.pkl'), '--word2vec',
+        str(folder / 'word2vec.pkl'), '--out',
+        'data/embeddings/camvid10_cagnet_fasttext_word2vec.npz'
+    ],
              cwd=ws)
     cfg = str(REPO / 'configs/sign/sign_camvid.py')
-    out = run_tool(['train.py', cfg, '--work-dir', 'wd', '--cfg-options',
-                    'train_cfg.stages.0.iters=2',
-                    'train_cfg.stages.1.iters=2',
-                    'train_cfg.stages.1.block_iters=1',
-                    'train_cfg.stages.2.iters=2',
-                    'train_dataloader.batch_size=2'], cwd=ws)
+    out = run_tool([
+        'train.py', cfg, '--work-dir', 'wd', '--cfg-options',
+        'train_cfg.stages.0.iters=2', 'train_cfg.stages.1.iters=2',
+        'train_cfg.stages.1.block_iters=1', 'train_cfg.stages.2.iters=2',
+        'train_dataloader.batch_size=2'
+    ],
+                   cwd=ws)
     assert "SIGN stage 'train' (1/3): iterations 1-2" in out
     assert "SIGN stage 'transfer' (2/3): iterations 3-4" in out
     assert "SIGN stage 'self_train' (3/3): iterations 5-6" in out
@@ -362,41 +386,50 @@ def test_sign_camvid_trains_and_tests(converted, tmp_path):
     assert 'are labelled unseen.' in out
     # the table's runner on the config's own data (docs/camvid.md's
     # command, shrunk): no toy data made, the run named without a data seed
-    out = run_tool(['toy_table.py', cfg, '--data', 'config', '--seeds', '0',
-                    '--work-dir', 'table', '--tag', 'short',
-                    '--cfg-options', 'train_cfg.stages.0.iters=2',
-                    'train_cfg.stages.1.iters=2',
-                    'train_cfg.stages.1.block_iters=1',
-                    'train_cfg.stages.2.iters=2',
-                    'train_dataloader.batch_size=2'], cwd=ws)
+    out = run_tool([
+        'toy_table.py', cfg, '--data', 'config', '--seeds', '0', '--work-dir',
+        'table', '--tag', 'short', '--cfg-options',
+        'train_cfg.stages.0.iters=2', 'train_cfg.stages.1.iters=2',
+        'train_cfg.stages.1.block_iters=1', 'train_cfg.stages.2.iters=2',
+        'train_dataloader.batch_size=2'
+    ],
+                   cwd=ws)
     results = json.loads((ws / 'table' / 'results.json').read_text())
     assert set(results) == {'sign_camvid+short/own/0'}
     assert sorted(os.listdir(ws / 'table')) == [
-        'results.json', 'results.json.lock', 'sign_camvid+short_seed0']
+        'results.json', 'results.json.lock', 'sign_camvid+short_seed0'
+    ]
     assert '| sign_camvid+short@self_train | 1 |' in out
 
 
+@pytest.mark.slow
 @needs_camvid
 def test_supervised_lite0_camvid_trains_and_tests(small_camvid, tmp_path):
     """The ImageNet-feature ceiling (EfficientNet-Lite0 from the PyPI
     wheel), as shipped, on photographs converted at their 480×360, shrunk
     to 2 iterations, through tools/train.py and tools/test.py."""
     ws = tmp_path / 'ws'
-    converter.main([str(small_camvid), str(ws / 'data/camvid_480x360'),
-                    '--scale', '1'])
+    converter.main(
+        [str(small_camvid),
+         str(ws / 'data/camvid_480x360'), '--scale', '1'])
     cfg = str(REPO / 'configs/baselines/supervised_lite0_camvid-480x360.py')
-    out = run_tool(['train.py', cfg, '--work-dir', 'wd', '--cfg-options',
-                    'train_cfg.max_iters=2', 'train_cfg.val_interval=2',
-                    'param_scheduler.0.end=2',
-                    'default_hooks.checkpoint.interval=2',
-                    'train_dataloader.batch_size=2'], cwd=ws)
+    out = run_tool([
+        'train.py', cfg, '--work-dir', 'wd', '--cfg-options',
+        'train_cfg.max_iters=2', 'train_cfg.val_interval=2',
+        'param_scheduler.0.end=2', 'default_hooks.checkpoint.interval=2',
+        'train_dataloader.batch_size=2'
+    ],
+                   cwd=ws)
     assert 'load model from: efficientnet-lite://lite0' in out
     assert 'missing keys in source state_dict' not in out
     assert 'mIoU_unseen:' in out
     # trained with every class seen, scored on the zero-shot split: said
     # on the command line (tools/test.py refuses another split otherwise)
-    run_tool(['test.py', cfg, 'wd/iter_2.pth', '--work-dir', 'wd_test',
-              '--allow-split-change'], cwd=ws)
+    run_tool([
+        'test.py', cfg, 'wd/iter_2.pth', '--work-dir', 'wd_test',
+        '--allow-split-change'
+    ],
+             cwd=ws)
     metrics = last_metrics(ws / 'wd_test')
     for key in ('mIoU_seen', 'mIoU_unseen', 'hIoU', 'mIoU'):
         assert 0 <= metrics[key] <= 100
@@ -406,8 +439,7 @@ def test_supervised_lite0_camvid_trains_and_tests(small_camvid, tmp_path):
 
 
 @needs_camvid
-def test_class_weights_tool_counts_the_training_labels(converted,
-                                                       small_camvid,
+def test_class_weights_tool_counts_the_training_labels(converted, small_camvid,
                                                        tmp_path):
     """tools/analysis/class_weights.py on the converted photographs: the
     pixel counts by numpy from the tutorial's label maps (pole and void
@@ -420,12 +452,12 @@ def test_class_weights_tool_counts_the_training_labels(converted,
     got = tool.main([cfg])
     counts = np.zeros(12, np.int64)
     for path in sorted((converted / 'ann_dir/train').iterdir()):
-        counts += np.bincount(np.asarray(Image.open(path)).ravel(),
-                              minlength=256)[:12]
+        counts += np.bincount(
+            np.asarray(Image.open(path)).ravel(), minlength=256)[:12]
     # CamVid ids of sky, building, road, pavement, tree, sign, fence, car,
     # pedestrian, bicyclist (2 = pole: held out)
-    share = counts[[0, 1, 3, 4, 5, 6, 7, 8, 9, 10]] / counts[
-        [0, 1, 3, 4, 5, 6, 7, 8, 9, 10]].sum()
+    share = counts[[0, 1, 3, 4, 5, 6, 7, 8, 9, 10
+                    ]] / counts[[0, 1, 3, 4, 5, 6, 7, 8, 9, 10]].sum()
     want = 1 / np.log(1.02 + share)
     np.testing.assert_allclose(got, np.round(want / want.mean(), 3))
 
@@ -440,21 +472,27 @@ def test_ceiling_class_weights_are_the_training_labels():
         str(REPO / 'configs/baselines/supervised_lite0_camvid-480x360.py'))
     counts = np.zeros(256, np.int64)
     for path in sorted((CAMVID / 'trainannot').glob('*.png')):
-        counts += np.bincount(np.asarray(Image.open(path)).ravel(),
-                              minlength=256)
+        counts += np.bincount(
+            np.asarray(Image.open(path)).ravel(), minlength=256)
     kept = counts[[0, 1, 3, 4, 5, 6, 7, 8, 9, 10]]  # no pole, no void
     want = 1 / np.log(1.02 + kept / kept.sum())
     np.testing.assert_allclose(
         cfg.model.decode_head.loss_decode.class_weight,
-        np.round(want / want.mean(), 3), atol=1e-9)
+        np.round(want / want.mean(), 3),
+        atol=1e-9)
 
 
+@pytest.mark.slow
 def test_table_data_seeds_are_for_the_toy_data():
-    import subprocess
     import sys
-    proc = tool_server.run(
-        [sys.executable, str(REPO / 'tools/toy_table.py'),
-         str(REPO / 'configs/sign/sign_camvid.py'), '--data', 'config',
-         '--data-seeds', '1'], capture_output=True, text=True, cwd=REPO)
+    proc = tool_server.run([
+        sys.executable,
+        str(REPO / 'tools/toy_table.py'),
+        str(REPO / 'configs/sign/sign_camvid.py'), '--data', 'config',
+        '--data-seeds', '1'
+    ],
+                           capture_output=True,
+                           text=True,
+                           cwd=REPO)
     assert proc.returncode == 2
     assert '--data-seeds is for the toy data' in proc.stderr

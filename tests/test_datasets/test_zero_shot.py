@@ -4,16 +4,16 @@ import os.path as osp
 
 import numpy as np
 import pytest
+from mmseg.registry import DATASETS
 from PIL import Image
 
-from mmseg.registry import DATASETS
 from mmseg_sign.datasets import resolve_split
 from mmseg_sign.datasets.class_names import CONTEXT33_CLASSES, VOC20_CLASSES
 from mmseg_sign.datasets.context33 import context59_to_33_lut
 
 # VOC label values (0 = background, 1..20 classes, 255 = border)
-SHEEP, CAT, TRAIN = (VOC20_CLASSES.index(c) + 1
-                     for c in ('sheep', 'cat', 'train'))
+SHEEP, CAT, TRAIN = (
+    VOC20_CLASSES.index(c) + 1 for c in ('sheep', 'cat', 'train'))
 LABELS = {
     'with_unseen': np.array([[0, CAT, CAT, SHEEP], [255, CAT, TRAIN, 0]]),
     'seen_only': np.array([[CAT, CAT, 0, 0], [1, 1, 255, 0]]),
@@ -26,14 +26,14 @@ def voc_root(tmp_path):
     for sub in ('JPEGImages', 'SegmentationClass', 'ImageSets/Segmentation'):
         (tmp_path / sub).mkdir(parents=True)
     for name, label in LABELS.items():
-        Image.fromarray(np.zeros((2, 4, 3), np.uint8)).save(
-            tmp_path / 'JPEGImages' / f'{name}.jpg')
+        Image.fromarray(np.zeros(
+            (2, 4, 3), np.uint8)).save(tmp_path / 'JPEGImages' / f'{name}.jpg')
         Image.fromarray(label.astype(np.uint8)).save(
             tmp_path / 'SegmentationClass' / f'{name}.png')
-    (tmp_path / 'ImageSets/Segmentation/good.txt').write_text(
-        'with_unseen\nseen_only\n')
-    (tmp_path / 'ImageSets/Segmentation/all.txt').write_text(
-        '\n'.join(LABELS) + '\n')
+    (tmp_path /
+     'ImageSets/Segmentation/good.txt').write_text('with_unseen\nseen_only\n')
+    (tmp_path /
+     'ImageSets/Segmentation/all.txt').write_text('\n'.join(LABELS) + '\n')
     return str(tmp_path)
 
 
@@ -105,13 +105,17 @@ def test_training_dataset_masks_unseen_labels_itself(voc_root):
     (workers already running), a clear error."""
     ds = build_voc(voc_root, mask=False)
     assert (ds[0]['gt_seg_map'] == SHEEP - 1).any()  # evaluation: kept
-    with pytest.raises(ValueError, match=r"no MaskUnseenClasses and no "
-                       r"random transform.*'sheep'.*right after "
-                       'LoadAnnotations'):
+    with pytest.raises(
+            ValueError,
+            match=r"no MaskUnseenClasses and no "
+            r"random transform.*'sheep'.*right after "
+            'LoadAnnotations'):
         ds.mask_unseen_labels(insert=False)
     assert ds.mask_unseen_labels(insert=True)
-    assert_masks_unseen(ds, ['LoadImageFromFile', 'CheckedLoadAnnotations',
-                             'MaskUnseenClasses', 'CheckSegLabels'])
+    assert_masks_unseen(ds, [
+        'LoadImageFromFile', 'CheckedLoadAnnotations', 'MaskUnseenClasses',
+        'CheckSegLabels'
+    ])
     assert not ds.mask_unseen_labels(insert=True)  # already there
     assert not ds.mask_unseen_labels(insert=False)
     assert not build_voc(voc_root).mask_unseen_labels()
@@ -131,27 +135,33 @@ def assert_masks_unseen(ds, transforms):
 def test_training_pipeline_recognised_at_build(voc_root):
     """A pipeline with random transforms trains: MaskUnseenClasses is
     inserted when the dataset is built (before any worker copies it)."""
-    pipeline = [dict(type='LoadImageFromFile'), dict(type='LoadAnnotations'),
-                dict(type='RandomFlip', prob=0.0)]
-    ds = DATASETS.build(dict(
-        type='ZeroShotPascalVOCDataset', data_root=voc_root,
-        data_prefix=dict(img_path='JPEGImages',
-                         seg_map_path='SegmentationClass'),
-        ann_file='ImageSets/Segmentation/good.txt', pipeline=pipeline))
-    assert_masks_unseen(ds, ['LoadImageFromFile', 'CheckedLoadAnnotations',
-                             'MaskUnseenClasses', 'RandomFlip'])
+    pipeline = [
+        dict(type='LoadImageFromFile'),
+        dict(type='LoadAnnotations'),
+        dict(type='RandomFlip', prob=0.0)
+    ]
+    ds = DATASETS.build(
+        dict(
+            type='ZeroShotPascalVOCDataset',
+            data_root=voc_root,
+            data_prefix=dict(
+                img_path='JPEGImages', seg_map_path='SegmentationClass'),
+            ann_file='ImageSets/Segmentation/good.txt',
+            pipeline=pipeline))
+    assert_masks_unseen(ds, [
+        'LoadImageFromFile', 'CheckedLoadAnnotations', 'MaskUnseenClasses',
+        'RandomFlip'
+    ])
 
 
 @pytest.mark.parametrize('reduce_zero_label', [False, True])
 @pytest.mark.parametrize('held_out', [False, True])
-def test_checked_loader_matches_mmseg(tmp_path, reduce_zero_label,
-                                      held_out):
+def test_checked_loader_matches_mmseg(tmp_path, reduce_zero_label, held_out):
     """CheckedLoadAnnotations gives exactly what mmseg's LoadAnnotations
     gives (reduce_zero_label, then label_map)."""
     from mmseg.datasets.transforms import LoadAnnotations
 
-    from mmseg_sign.datasets.transforms.zero_shot import \
-        CheckedLoadAnnotations
+    from mmseg_sign.datasets.transforms.zero_shot import CheckedLoadAnnotations
     rng = np.random.default_rng(0)
     label = rng.integers(0, 12, size=(37, 53)).astype(np.uint8)
     label[:3] = 255
@@ -159,11 +169,16 @@ def test_checked_loader_matches_mmseg(tmp_path, reduce_zero_label,
     Image.fromarray(label).save(path)
     label_map = {i: (255 if i == 4 else i - (i > 4)) for i in range(12)} \
         if held_out else None
-    results = dict(seg_map_path=path, reduce_zero_label=reduce_zero_label,
-                   label_map=label_map)
+    results = dict(
+        seg_map_path=path,
+        reduce_zero_label=reduce_zero_label,
+        label_map=label_map)
     want = LoadAnnotations()(dict(results, seg_fields=[]))['gt_seg_map']
     got = CheckedLoadAnnotations()(dict(
-        results, seg_fields=[], ori_shape=(37, 53), num_classes=12,
+        results,
+        seg_fields=[],
+        ori_shape=(37, 53),
+        num_classes=12,
         ignore_index=255))['gt_seg_map']
     assert got.dtype == want.dtype == np.uint8
     np.testing.assert_array_equal(got, want)
@@ -178,9 +193,11 @@ def test_mask_unseen_classes_matches_a_loop():
     for idx, value in np.ndenumerate(seg):
         if value in (2, 5):
             want[idx] = 255
-    got = MaskUnseenClasses()(dict(gt_seg_map=seg, num_classes=8,
-                                   unseen_class_ids=[2, 5],
-                                   ignore_index=255))['gt_seg_map']
+    got = MaskUnseenClasses()(dict(
+        gt_seg_map=seg,
+        num_classes=8,
+        unseen_class_ids=[2, 5],
+        ignore_index=255))['gt_seg_map']
     np.testing.assert_array_equal(got, want)
 
 
@@ -191,14 +208,13 @@ def test_bad_label_value_names_the_file(voc_root):
         ds.pipeline(ds.get_data_info(2))
 
 
-@pytest.mark.parametrize(
-    'seen, unseen, message',
-    [(None, ['zebra'], "unknown class name 'zebra'"),
-     (['cat'], ['cat', 'dog'], 'both seen and unseen'),
-     (None, list(VOC20_CLASSES), 'seen set is empty'),
-     (['cat'], ['dog'], 'neither seen nor unseen'),
-     (None, [25], 'out of range'),
-     (None, ['cat', 'cat'], 'listed twice')])
+@pytest.mark.parametrize('seen, unseen, message',
+                         [(None, ['zebra'], "unknown class name 'zebra'"),
+                          (['cat'], ['cat', 'dog'], 'both seen and unseen'),
+                          (None, list(VOC20_CLASSES), 'seen set is empty'),
+                          (['cat'], ['dog'], 'neither seen nor unseen'),
+                          (None, [25], 'out of range'),
+                          (None, ['cat', 'cat'], 'listed twice')])
 def test_split_errors(seen, unseen, message):
     with pytest.raises(ValueError, match=message):
         resolve_split(VOC20_CLASSES, seen, unseen)
@@ -222,8 +238,9 @@ def test_all_datasets_registered_with_their_protocols():
         assert DATASETS.get(cls.__name__) is cls
     coco = ZeroShotCOCOStuffDataset._load_metainfo()
     ids = sorted(coco['classes'].index(c) for c in coco['unseen_classes'])
-    assert ids == [19, 23, 28, 29, 36, 51, 76, 88, 94, 112, 133, 136, 137,
-                   157, 160]
+    assert ids == [
+        19, 23, 28, 29, 36, 51, 76, 88, 94, 112, 133, 136, 137, 157, 160
+    ]
 
 
 def test_context33_lut_matches_names():
@@ -262,16 +279,19 @@ def test_image_size_falls_back_only_for_unreadable_images(tmp_path):
                        dataset) is None
     assert _image_size(dict(), dataset) is None
     with pytest.raises(TypeError):
-        _image_size(dict(img_path=str(good)), SimpleNamespace(
-            backend_args='not a dict'))
+        _image_size(
+            dict(img_path=str(good)),
+            SimpleNamespace(backend_args='not a dict'))
 
 
 def test_a_misspelled_metainfo_key_is_an_error(voc_root):
     """Issue 41: ``metainfo=dict(unseen_class=[...])`` was kept and never
     read, so the default split trained without a word."""
-    with pytest.raises(ValueError, match=r"ZeroShotPascalVOCDataset: "
-                       r"unknown metainfo keys \['unseen_class'\]; a "
-                       r"zero-shot dataset reads \['classes', 'palette'"):
+    with pytest.raises(
+            ValueError,
+            match=r"ZeroShotPascalVOCDataset: "
+            r"unknown metainfo keys \['unseen_class'\]; a "
+            r"zero-shot dataset reads \['classes', 'palette'"):
         build_voc(voc_root, metainfo=dict(unseen_class=['sofa']))
     ds = build_voc(voc_root, metainfo=dict(unseen_classes=['sofa']))
     assert tuple(ds.metainfo['unseen_classes']) == ('sofa', )

@@ -9,11 +9,10 @@ import sys
 
 import numpy as np
 import pytest
-import torch
-from mmengine.config import Config
-
 import tool_server
+import torch
 from e2e_utils import REPO, write_config
+from mmengine.config import Config
 
 onnx = pytest.importorskip('onnx')
 ort = pytest.importorskip('onnxruntime')
@@ -39,11 +38,13 @@ def train_briefly(model, cfg, iters):
     initialisation)."""
     from mmengine.optim import build_optim_wrapper
     from mmengine.runner import Runner
-    loader = Runner.build_dataloader(dict(
-        copy.deepcopy(cfg.train_dataloader), num_workers=0,
-        persistent_workers=False))
-    optim_wrapper = build_optim_wrapper(model, copy.deepcopy(
-        cfg.optim_wrapper))
+    loader = Runner.build_dataloader(
+        dict(
+            copy.deepcopy(cfg.train_dataloader),
+            num_workers=0,
+            persistent_workers=False))
+    optim_wrapper = build_optim_wrapper(model,
+                                        copy.deepcopy(cfg.optim_wrapper))
     model.train()
     data_iter = iter(loader)
     for _ in range(iters):
@@ -57,19 +58,24 @@ def toy(tmp_path_factory):
     a checkpoint of the toy model after a short training."""
     from mmseg.registry import MODELS
 
-    from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
     from mmseg_sign.analysis.toy_data import make_toy_dataset
+    from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
     ws = tmp_path_factory.mktemp('onnx_ws')
-    make_toy_dataset(str(ws / 'data' / 'toy'), num_train=16, num_val=10,
-                     val_size=VAL_SIZE, seed=0)
+    make_toy_dataset(
+        str(ws / 'data' / 'toy'),
+        num_train=16,
+        num_val=10,
+        val_size=VAL_SIZE,
+        seed=0)
     cfg_path = str(ws / 'sign_toy.py')
-    write_config(cfg_path, 'configs/sign/sign_toy.py',
-                 f"model = dict(decode_head=dict(class_embeddings="
-                 f"{str(ws / 'data/toy/class_embeddings.npz')!r}))\n"
-                 f"data_root = {str(ws / 'data/toy')!r}\n"
-                 "train_dataloader = dict(dataset=dict(data_root=data_root))\n"
-                 "test_dataloader = dict(dataset=dict(data_root=data_root))\n"
-                 "val_dataloader = test_dataloader\n")
+    write_config(
+        cfg_path, 'configs/sign/sign_toy.py',
+        f"model = dict(decode_head=dict(class_embeddings="
+        f"{str(ws / 'data/toy/class_embeddings.npz')!r}))\n"
+        f"data_root = {str(ws / 'data/toy')!r}\n"
+        "train_dataloader = dict(dataset=dict(data_root=data_root))\n"
+        "test_dataloader = dict(dataset=dict(data_root=data_root))\n"
+        "val_dataloader = test_dataloader\n")
     cfg = Config.fromfile(cfg_path)
     torch.manual_seed(0)
     model = MODELS.build(cfg.model)
@@ -77,9 +83,13 @@ def toy(tmp_path_factory):
     model.decode_head.set_class_split(list(TOY_UNSEEN))
     train_briefly(model, cfg, TRAIN_ITERS)
     ckpt = str(ws / 'sign_toy.pth')
-    torch.save(dict(meta=dict(dataset_meta=dict(
-        classes=tuple(TOY_CLASSES), unseen_classes=tuple(TOY_UNSEEN))),
-        state_dict=model.state_dict()), ckpt)
+    torch.save(
+        dict(
+            meta=dict(
+                dataset_meta=dict(
+                    classes=tuple(TOY_CLASSES),
+                    unseen_classes=tuple(TOY_UNSEEN))),
+            state_dict=model.state_dict()), ckpt)
     return ws, cfg_path, ckpt
 
 
@@ -93,9 +103,11 @@ def reference(toy):
     ws, cfg_path, ckpt = toy
     cfg = Config.fromfile(cfg_path)
     model = init_model(cfg, ckpt, device='cpu')
-    loader = Runner.build_dataloader(dict(
-        copy.deepcopy(cfg.test_dataloader), num_workers=0,
-        persistent_workers=False))
+    loader = Runner.build_dataloader(
+        dict(
+            copy.deepcopy(cfg.test_dataloader),
+            num_workers=0,
+            persistent_workers=False))
     out = []
     with torch.no_grad():
         for data in loader:
@@ -106,16 +118,18 @@ def reference(toy):
 
 def io_dims(path):
     proto = onnx.load(path)
-    return {v.name: [d.dim_param or d.dim_value
-                     for d in v.type.tensor_type.shape.dim]
-            for v in (*proto.graph.input, *proto.graph.output)}
+    return {
+        v.name:
+        [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+        for v in (*proto.graph.input, *proto.graph.output)
+    }
 
 
 def ort_run(path, img):
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
-    sess = ort.InferenceSession(path, options,
-                                providers=['CPUExecutionProvider'])
+    sess = ort.InferenceSession(
+        path, options, providers=['CPUExecutionProvider'])
     return sess.run(None, {'img': np.ascontiguousarray(img, np.float32)})[0]
 
 
@@ -123,6 +137,7 @@ def agreement(a, b):
     return 100.0 * float((np.asarray(a) == np.asarray(b)).mean())
 
 
+@pytest.mark.slow
 def test_reference_is_not_trivial(reference):
     """The trained toy model predicts several classes: an argmax agreement
     on it means something."""
@@ -137,15 +152,19 @@ def test_reference_is_not_trivial(reference):
 def test_fixed_shape(toy, reference, tmp_path, capsys):
     ws, cfg_path, ckpt = toy
     out = str(tmp_path / 'fixed.onnx')
-    result = p2o.main([cfg_path, ckpt, '--out', out, '--shape', *map(
-        str, VAL_SIZE), '--verify'])
+    result = p2o.main([
+        cfg_path, ckpt, '--out', out, '--shape', *map(str, VAL_SIZE),
+        '--verify'
+    ])
     printed = capsys.readouterr().out
     assert 'max abs logit difference' in printed
     assert 'argmax agreement' in printed
     assert result['images'] == 10 and result['skipped'] == 0
     assert result['agreement'] >= 99.9 and result['max_abs_diff'] < 1e-3
-    assert io_dims(out) == {'img': [1, 3, *VAL_SIZE],
-                            'logits': [1, 10, *VAL_SIZE]}
+    assert io_dims(out) == {
+        'img': [1, 3, *VAL_SIZE],
+        'logits': [1, 10, *VAL_SIZE]
+    }
     # independent of the tool: ONNX Runtime on the raw (BGR, 0-255)
     # images against mmseg's test_step
     _, preds = reference
@@ -165,7 +184,10 @@ def test_fixed_shape(toy, reference, tmp_path, capsys):
         ort_run(out, np.zeros((1, 3, 64, 64), np.float32))
 
 
-@pytest.mark.parametrize('exporter', ['torchscript', 'dynamo'])
+@pytest.mark.parametrize(
+    'exporter',
+    ['torchscript',
+     pytest.param('dynamo', marks=pytest.mark.slow)])
 def test_dynamic_shape(toy, reference, tmp_path, exporter):
     """Traced at 64 x 64, run at the test images' 61 x 83, at batch 2 of
     37 x 50 and at 8 x 8 (a 1 x 1 feature map for the SIM's attention)."""
@@ -173,18 +195,26 @@ def test_dynamic_shape(toy, reference, tmp_path, exporter):
         pytest.importorskip('onnxscript')
     ws, cfg_path, ckpt = toy
     out = str(tmp_path / 'dynamic.onnx')
-    result = p2o.main([cfg_path, ckpt, '--out', out, '--shape', '64', '64',
-                       '--dynamic', '--verify', '--exporter', exporter])
+    result = p2o.main([
+        cfg_path, ckpt, '--out', out, '--shape', '64', '64', '--dynamic',
+        '--verify', '--exporter', exporter
+    ])
     assert result['images'] == 10 and result['agreement'] >= 99.9
     assert result['max_abs_diff'] < 1e-3
-    assert io_dims(out) == {'img': ['batch', 3, 'height', 'width'],
-                            'logits': ['batch', 10, 'height', 'width']}
+    assert io_dims(out) == {
+        'img': ['batch', 3, 'height', 'width'],
+        'logits': ['batch', 10, 'height', 'width']
+    }
     model, preds = reference
     got = ort_run(out, preds[1][0][None].float().numpy())[0]
     np.testing.assert_allclose(got, preds[1][1].numpy(), atol=1e-3)
     for shape in [(2, 3, 37, 50), (1, 3, 8, 8)]:
-        imgs = torch.randint(0, 256, shape, dtype=torch.uint8,
-                             generator=torch.Generator().manual_seed(1))
+        imgs = torch.randint(
+            0,
+            256,
+            shape,
+            dtype=torch.uint8,
+            generator=torch.Generator().manual_seed(1))
         want = mmseg_logits(model, imgs)
         got = ort_run(out, imgs.float().numpy())
         assert got.shape == (shape[0], 10, *shape[2:])
@@ -197,8 +227,10 @@ def mmseg_logits(model, imgs):
     samples = []
     for img in imgs:
         sample = SegDataSample()
-        sample.set_metainfo(dict(img_shape=tuple(img.shape[1:]),
-                                 ori_shape=tuple(img.shape[1:])))
+        sample.set_metainfo(
+            dict(
+                img_shape=tuple(img.shape[1:]),
+                ori_shape=tuple(img.shape[1:])))
         samples.append(sample)
     with torch.no_grad():
         out = model.test_step(dict(inputs=list(imgs), data_samples=samples))
@@ -208,11 +240,15 @@ def mmseg_logits(model, imgs):
 def test_label_map_output(toy, reference, tmp_path):
     ws, cfg_path, ckpt = toy
     out = str(tmp_path / 'seg.onnx')
-    result = p2o.main([cfg_path, ckpt, '--out', out, '--dynamic',
-                       '--output', 'seg', '--verify'])
+    result = p2o.main([
+        cfg_path, ckpt, '--out', out, '--dynamic', '--output', 'seg',
+        '--verify'
+    ])
     assert result['agreement'] >= 99.9
-    assert io_dims(out) == {'img': ['batch', 3, 'height', 'width'],
-                            'seg': ['batch', 'height', 'width']}
+    assert io_dims(out) == {
+        'img': ['batch', 3, 'height', 'width'],
+        'seg': ['batch', 'height', 'width']
+    }
     _, preds = reference
     imgs = np.stack([img.float().numpy() for img, _ in preds[:2]])
     got = ort_run(out, imgs)
@@ -229,17 +265,23 @@ def test_padded_attention_heads(toy, reference, tmp_path):
     from mmseg.apis import init_model
     ws, cfg_path, ckpt = toy
     out = str(tmp_path / 'heads16.onnx')
-    result = p2o.main([cfg_path, ckpt, '--out', out, '--dynamic', '--verify',
-                       '--cfg-options', 'model.neck.num_heads=16'])
+    result = p2o.main([
+        cfg_path, ckpt, '--out', out, '--dynamic', '--verify', '--cfg-options',
+        'model.neck.num_heads=16'
+    ])
     assert result['agreement'] >= 99.9 and result['max_abs_diff'] < 1e-3
-    model = init_model(Config.fromfile(cfg_path), ckpt, device='cpu',
-                       cfg_options=None)
+    model = init_model(
+        Config.fromfile(cfg_path), ckpt, device='cpu', cfg_options=None)
     model.neck.encoder.num_heads = 16
-    imgs = torch.randint(0, 256, (1, 3, 45, 29), dtype=torch.uint8,
-                         generator=torch.Generator().manual_seed(2))
+    imgs = torch.randint(
+        0,
+        256, (1, 3, 45, 29),
+        dtype=torch.uint8,
+        generator=torch.Generator().manual_seed(2))
     want = mmseg_logits(model, imgs)
-    np.testing.assert_allclose(ort_run(out, imgs.float().numpy()), want,
-                               atol=1e-3)
+    np.testing.assert_allclose(
+        ort_run(out,
+                imgs.float().numpy()), want, atol=1e-3)
     # and the 16 heads really differ from the 4 the model was trained with
     assert np.abs(want - mmseg_logits(reference[0], imgs)).max() > 1e-4
 
@@ -247,15 +289,19 @@ def test_padded_attention_heads(toy, reference, tmp_path):
 def test_what_cannot_be_exported(toy, tmp_path):
     ws, cfg_path, ckpt = toy
     out = str(tmp_path / 'x.onnx')
-    with pytest.raises(p2o.ExportError, match="mode='slide'.*"
-                       "model.test_cfg.mode=whole"):
-        p2o.main([cfg_path, ckpt, '--out', out, '--cfg-options',
-                  'model.test_cfg.mode=slide',
-                  'model.test_cfg.crop_size=[32,32]',
-                  'model.test_cfg.stride=[16,16]'])
+    with pytest.raises(
+            p2o.ExportError, match="mode='slide'.*"
+            "model.test_cfg.mode=whole"):
+        p2o.main([
+            cfg_path, ckpt, '--out', out, '--cfg-options',
+            'model.test_cfg.mode=slide', 'model.test_cfg.crop_size=[32,32]',
+            'model.test_cfg.stride=[16,16]'
+        ])
     with pytest.raises(p2o.ExportError, match='pads test images'):
-        p2o.main([cfg_path, ckpt, '--out', out, '--cfg-options',
-                  'model.data_preprocessor.test_cfg.size_divisor=32'])
+        p2o.main([
+            cfg_path, ckpt, '--out', out, '--cfg-options',
+            'model.data_preprocessor.test_cfg.size_divisor=32'
+        ])
     # weights that do not fit the model: no graph of random weights
     state = torch.load(ckpt, map_location='cpu', weights_only=False)
     del state['state_dict']['decode_head.conv_seg.weight']
@@ -266,27 +312,34 @@ def test_what_cannot_be_exported(toy, tmp_path):
     assert not osp.exists(out)  # refused before exporting
     # a fixed-size graph cannot be verified on test images of another size
     with pytest.raises(p2o.ExportError, match='--dynamic'):
-        p2o.main([cfg_path, ckpt, '--out', out, '--shape', '64', '64',
-                  '--verify'])
+        p2o.main(
+            [cfg_path, ckpt, '--out', out, '--shape', '64', '64', '--verify'])
 
 
+@pytest.mark.slow
 def test_command_line_error(toy, tmp_path):
     """As a user runs it: a clear message and a non-zero exit, no
     traceback."""
     ws, cfg_path, ckpt = toy
-    proc = tool_server.run(
-        [sys.executable, TOOL, cfg_path, ckpt, '--out',
-         str(tmp_path / 'x.onnx'), '--cfg-options',
-         'model.test_cfg.mode=slide'],
-        cwd=str(ws), capture_output=True, text=True, timeout=300,
-        env=dict(__import__('os').environ, OMP_NUM_THREADS='1',
-                 PYTHONWARNINGS='ignore'))
+    proc = tool_server.run([
+        sys.executable, TOOL, cfg_path, ckpt, '--out',
+        str(tmp_path / 'x.onnx'), '--cfg-options', 'model.test_cfg.mode=slide'
+    ],
+                           cwd=str(ws),
+                           capture_output=True,
+                           text=True,
+                           timeout=300,
+                           env=dict(
+                               __import__('os').environ,
+                               OMP_NUM_THREADS='1',
+                               PYTHONWARNINGS='ignore'))
     assert proc.returncode != 0
     assert "mode='slide' cannot be exported" in proc.stderr
     assert 'Traceback' not in proc.stderr
     assert not (tmp_path / 'x.onnx').exists()
 
 
+@pytest.mark.slow
 def test_export_needs_no_gensim(toy, tmp_path):
     """A deployed model needs its class table, not gensim: with gensim not
     importable, ``import mmseg_sign.models`` and the export tool run (the
@@ -301,14 +354,20 @@ def test_export_needs_no_gensim(toy, tmp_path):
         f"runpy.run_path({TOOL!r}, run_name='__main__')\n"
         "assert not any(m.startswith('gensim.') for m in sys.modules)\n"
         "print('gensim-free export ok')\n")
-    proc = tool_server.run([sys.executable, '-c', code], cwd=str(ws),
-                          capture_output=True, text=True, timeout=300)
+    proc = tool_server.run([sys.executable, '-c', code],
+                           cwd=str(ws),
+                           capture_output=True,
+                           text=True,
+                           timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert 'gensim-free export ok' in proc.stdout
     assert osp.getsize(out) > 0
     # the guard is real: the builder does need gensim
-    proc = tool_server.run(
-        [sys.executable, '-c', "import sys; sys.modules['gensim'] = None\n"
-         "from mmseg_sign.embeddings import build_class_embeddings"],
-        capture_output=True, text=True, timeout=120)
+    proc = tool_server.run([
+        sys.executable, '-c', "import sys; sys.modules['gensim'] = None\n"
+        "from mmseg_sign.embeddings import build_class_embeddings"
+    ],
+                           capture_output=True,
+                           text=True,
+                           timeout=120)
     assert proc.returncode != 0 and 'gensim' in proc.stderr

@@ -7,12 +7,12 @@ import pickle
 import mmcv
 import numpy as np
 import pytest
-
 from e2e_utils import REPO, run_tool, write_config
 
-UNSEEN = ['bed', 'plant', 'mirror', 'bathtub', 'sink', 'pillow', 'book',
-          'bar', 'streetlight', 'ottoman', 'washer', 'cradle', 'bicycle',
-          'tray', 'glass']  # as configs/sign/sign_ade20k.py
+UNSEEN = [
+    'bed', 'plant', 'mirror', 'bathtub', 'sink', 'pillow', 'book', 'bar',
+    'streetlight', 'ottoman', 'washer', 'cradle', 'bicycle', 'tray', 'glass'
+]  # as configs/sign/sign_ade20k.py
 UNSEEN_IDS = list(range(7, 150, 10))
 
 
@@ -36,8 +36,7 @@ def _write_split(root, split, num, rng, unseen_in):
             seg[20:36, 20:36] = UNSEEN_IDS[0] + 1  # 'bed '
         name = f'ADE_{split}_{k:08d}'
         mmcv.imwrite(img, osp.join(root, 'images', split, name + '.jpg'))
-        mmcv.imwrite(seg, osp.join(root, 'annotations', split,
-                                   name + '.png'))
+        mmcv.imwrite(seg, osp.join(root, 'annotations', split, name + '.png'))
 
 
 @pytest.fixture(scope='module')
@@ -53,14 +52,18 @@ def ade_root(tmp_path_factory):
 
 def build(ade_root, split='training', **kwargs):
     from mmseg.registry import DATASETS
-    cfg = dict(type='ZeroShotDataset', dataset_type='ADE20KDataset',
-               data_root=ade_root,
-               data_prefix=dict(img_path=f'images/{split}',
-                                seg_map_path=f'annotations/{split}'),
-               pipeline=[dict(type='LoadImageFromFile'),
-                         dict(type='LoadAnnotations'),
-                         dict(type='PackSegInputs')],
-               unseen_classes=UNSEEN)
+    cfg = dict(
+        type='ZeroShotDataset',
+        dataset_type='ADE20KDataset',
+        data_root=ade_root,
+        data_prefix=dict(
+            img_path=f'images/{split}', seg_map_path=f'annotations/{split}'),
+        pipeline=[
+            dict(type='LoadImageFromFile'),
+            dict(type='LoadAnnotations'),
+            dict(type='PackSegInputs')
+        ],
+        unseen_classes=UNSEEN)
     cfg.update(kwargs)
     return DATASETS.build(cfg)
 
@@ -82,14 +85,21 @@ def test_wrapper_metainfo_and_split(ade_root):
     assert ds.unseen_class_ids == UNSEEN_IDS
     assert len(ds) == 4
     # the nested form gives the same dataset
-    nested = build(ade_root, dataset_type=None, dataset=dict(
-        type='ADE20KDataset', data_root=ade_root,
-        data_prefix=dict(img_path='images/training',
-                         seg_map_path='annotations/training')))
+    nested = build(
+        ade_root,
+        dataset_type=None,
+        dataset=dict(
+            type='ADE20KDataset',
+            data_root=ade_root,
+            data_prefix=dict(
+                img_path='images/training',
+                seg_map_path='annotations/training')))
     assert nested.metainfo['unseen_classes'] == meta['unseen_classes']
     # the split may also be given in metainfo, and by index
-    by_index = build(ade_root, unseen_classes=None,
-                     metainfo=dict(unseen_classes=UNSEEN_IDS))
+    by_index = build(
+        ade_root,
+        unseen_classes=None,
+        metainfo=dict(unseen_classes=UNSEEN_IDS))
     assert by_index.metainfo['unseen_classes'] == meta['unseen_classes']
 
 
@@ -132,10 +142,15 @@ def test_head_set_class_split_strips(tmp_path):
     names = ['wall', 'bed', 'sky']  # a table built from a class file
     path = str(tmp_path / 'emb.npz')
     save_class_embeddings(path, names, np.eye(3, 8, dtype=np.float32))
-    head = SIGNHead(in_channels=8, channels=8, num_classes=3,
-                    class_embeddings=path, latent_channels=8,
-                    generator_hidden=(8, ), generator_dropout=0.1,
-                    discriminator_hidden=(8, ))
+    head = SIGNHead(
+        in_channels=8,
+        channels=8,
+        num_classes=3,
+        class_embeddings=path,
+        latent_channels=8,
+        generator_hidden=(8, ),
+        generator_dropout=0.1,
+        discriminator_hidden=(8, ))
     head.set_class_split(['bed '], ('wall', 'bed ', 'sky'))
     assert head.unseen_mask.tolist() == [False, True, False]
     with pytest.raises(ValueError, match='differ from the class-embedding'):
@@ -157,26 +172,39 @@ def test_injected_info_keys_and_serialisation(ade_root):
     again = pickle.loads(pickle.dumps(ds))
     assert type(again) is type(ds) and len(again) == 4
     # the project's transforms need no arguments
-    ds2 = build(ade_root, pipeline=[
-        dict(type='LoadImageFromFile'), dict(type='LoadAnnotations'),
-        dict(type='MaskUnseenClasses'), dict(type='CheckSegLabels'),
-        dict(type='PackSegInputs')])
+    ds2 = build(
+        ade_root,
+        pipeline=[
+            dict(type='LoadImageFromFile'),
+            dict(type='LoadAnnotations'),
+            dict(type='MaskUnseenClasses'),
+            dict(type='CheckSegLabels'),
+            dict(type='PackSegInputs')
+        ])
     seg = ds2[0]['data_samples'].gt_sem_seg.data.numpy()
     assert not np.isin(seg, UNSEEN_IDS).any() and (seg == 255).any()
 
 
-TRAIN_PIPELINE = [dict(type='LoadImageFromFile'), dict(type='LoadAnnotations'),
-                  dict(type='MaskUnseenClasses'), dict(type='PackSegInputs')]
+TRAIN_PIPELINE = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations'),
+    dict(type='MaskUnseenClasses'),
+    dict(type='PackSegInputs')
+]
 
 
 def test_drop_unseen_images(ade_root):
     ds = build(ade_root, drop_unseen_images=True, pipeline=TRAIN_PIPELINE)
     assert len(ds) == 2  # images 0 and 2 hold 'bed '
-    assert all(not osp.basename(ds.get_data_info(i)['img_path']).endswith(
-        ('0.jpg', '2.jpg')) for i in range(len(ds)))
+    assert all(
+        not osp.basename(ds.get_data_info(i)['img_path']).endswith(('0.jpg',
+                                                                    '2.jpg'))
+        for i in range(len(ds)))
     # an evaluation dataset would lose images: refused
-    with pytest.raises(ValueError, match='drop_unseen_images=True on a '
-                       'dataset that evaluates'):
+    with pytest.raises(
+            ValueError,
+            match='drop_unseen_images=True on a '
+            'dataset that evaluates'):
         build(ade_root, drop_unseen_images=True, test_mode=True)
 
 
@@ -197,8 +225,9 @@ def test_mask_unseen_labels(ade_root):
     seg = ds[0]['data_samples'].gt_sem_seg.data.numpy()
     assert not np.isin(seg, UNSEEN_IDS).any()
     assert ds.mask_unseen_labels() is False  # already there
-    assert build(ade_root, drop_unseen_images=True,
-                 pipeline=TRAIN_PIPELINE).mask_unseen_labels() is False
+    assert build(
+        ade_root, drop_unseen_images=True,
+        pipeline=TRAIN_PIPELINE).mask_unseen_labels() is False
 
 
 def test_already_zero_shot_dataset_passes_through(toy_root):
@@ -207,12 +236,16 @@ def test_already_zero_shot_dataset_passes_through(toy_root):
     from mmseg.registry import DATASETS
 
     from mmseg_sign.datasets import ZeroShotToyDataset
-    ds = DATASETS.build(dict(
-        type='ZeroShotDataset', dataset_type='ZeroShotToyDataset',
-        data_root=toy_root, data_prefix=dict(
-            img_path='JPEGImages', seg_map_path='SegmentationClass'),
-        ann_file='ImageSets/Segmentation/val.txt', pipeline=[],
-        unseen_classes=[0]))
+    ds = DATASETS.build(
+        dict(
+            type='ZeroShotDataset',
+            dataset_type='ZeroShotToyDataset',
+            data_root=toy_root,
+            data_prefix=dict(
+                img_path='JPEGImages', seg_map_path='SegmentationClass'),
+            ann_file='ImageSets/Segmentation/val.txt',
+            pipeline=[],
+            unseen_classes=[0]))
     assert type(ds) is ZeroShotToyDataset
     assert ds.metainfo['unseen_classes'] == (ds.metainfo['classes'][0], )
 
@@ -270,6 +303,7 @@ default_hooks = dict(checkpoint=dict(interval=100),
 """
 
 
+@pytest.mark.slow
 def test_sign_ade20k_config_trains_every_stage(ade_root, tmp_path):
     from mmseg_sign.embeddings import save_class_embeddings
     ws = tmp_path

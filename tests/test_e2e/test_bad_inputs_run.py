@@ -24,12 +24,14 @@ from typing import Callable, Optional
 
 import numpy as np
 import pytest
-import torch
-
 import tool_server
+import torch
 from e2e_utils import REPO, mmseg_tool
 
 from mmseg_sign.datasets.class_names import TOY_UNSEEN
+
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
 
 # two train iterations, no validation, plain loaders: a checkpoint with
 # G, D, optimizers and the message hub, as every SIGN run writes
@@ -118,11 +120,18 @@ class Context:
     def tool(self, *args, timeout=300):
         """``python tools/<args[0]> ...`` in the workspace."""
         cmd = [sys.executable, osp.join(REPO, 'tools', args[0]), *args[1:]]
-        env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1',
-                   MKL_NUM_THREADS='1')
-        proc = tool_server.run(cmd, cwd=self.root, env=env,
-                              capture_output=True, text=True,
-                              timeout=timeout)
+        env = dict(
+            os.environ,
+            PYTHONWARNINGS='ignore',
+            OMP_NUM_THREADS='1',
+            MKL_NUM_THREADS='1')
+        proc = tool_server.run(
+            cmd,
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout)
         return Outcome(proc.returncode, proc.stdout + proc.stderr)
 
     @staticmethod
@@ -133,8 +142,8 @@ class Context:
         except SystemExit as err:
             if err.code in (None, 0):
                 return Outcome(0, '')
-            return Outcome(err.code if isinstance(err.code, int) else 1,
-                           str(err.code))
+            return Outcome(
+                err.code if isinstance(err.code, int) else 1, str(err.code))
         return Outcome(0, '')
 
     @property
@@ -184,8 +193,9 @@ def publish_hostile(ctx, case):
 
 def _guard_input(ctx, case, path):
     digest = _sha(path)
-    case.after = lambda: _sha(path) == digest and len(os.listdir(
-        osp.dirname(path))) == 1  # nothing written or renamed beside it
+    case.after = lambda: _sha(path) == digest and len(
+        os.listdir(osp.dirname(path))
+    ) == 1  # nothing written or renamed beside it
 
 
 def publish_onto_itself(no_hash):
@@ -228,9 +238,8 @@ def export_onto(which):
         ckpt = shutil.copy(ctx.ckpt, osp.join(folder, 'iter_2.pth'))
         cfg = shutil.copy(ctx.cfg, osp.join(folder, 'short.py'))
         digests = {path: _sha(path) for path in (ckpt, cfg)}
-        case.after = lambda: all(
-            _sha(p) == d for p, d in digests.items()) and sorted(
-                os.listdir(folder)) == ['iter_2.pth', 'short.py']
+        case.after = lambda: all(_sha(p) == d for p, d in digests.items(
+        )) and sorted(os.listdir(folder)) == ['iter_2.pth', 'short.py']
         target = ckpt if which == 'checkpoint' else cfg
         return ctx.tool('deployment/pytorch2onnx.py', cfg, ckpt, '--out',
                         target)
@@ -273,7 +282,8 @@ def publish_damaged(kind):
 
     def action(ctx, case):
         folder = ctx.fresh('pub_bad')
-        out = ctx.main('publish_model', damaged_checkpoint(kind)(ctx),
+        out = ctx.main('publish_model',
+                       damaged_checkpoint(kind)(ctx),
                        osp.join(folder, 'x.pth'))
         case.after = lambda: os.listdir(folder) == []
         return out
@@ -284,8 +294,9 @@ def publish_damaged(kind):
 def run_test_py_on_damaged(kind):
 
     def action(ctx, case):
-        return ctx.tool('test.py', ctx.cfg, damaged_checkpoint(kind)(ctx),
-                        '--work-dir', ctx.fresh('wd_test'))
+        return ctx.tool('test.py', ctx.cfg,
+                        damaged_checkpoint(kind)(ctx), '--work-dir',
+                        ctx.fresh('wd_test'))
 
     return action
 
@@ -297,8 +308,13 @@ def run_test_py_on_plain_pickle(ctx, case):
     sentinel = ctx.path('PLAIN_PAYLOAD_RAN')
     evil = ctx.path('evil_plain.pth')
     with open(evil, 'wb') as f:
-        pickle.dump({'state_dict': {}, 'meta': RunsCommand(
-            f'touch {sentinel}')}, f, protocol=4)
+        pickle.dump(
+            {
+                'state_dict': {},
+                'meta': RunsCommand(f'touch {sentinel}')
+            },
+            f,
+            protocol=4)
     case.after = lambda: not osp.exists(sentinel)
     return ctx.tool('test.py', ctx.cfg, evil, '--work-dir',
                     ctx.fresh('wd_test'))
@@ -318,8 +334,9 @@ def resume_with(body, *options):
         wd = ctx.fresh('wd_resume')
         out = ctx.tool('train.py', cfg, '--work-dir', wd, '--resume',
                        '--cfg-options', f'load_from={ctx.ckpt}', *options)
-        case.after = lambda: not [f for f in os.listdir(wd)
-                                  if f.endswith('.pth')]
+        case.after = lambda: not [
+            f for f in os.listdir(wd) if f.endswith('.pth')
+        ]
         return out
 
     return action
@@ -329,8 +346,7 @@ def resume_published(ctx, case):
     """Issue 41: --resume from a published checkpoint was refused as "written
     by another model"; it is the same model, for inference only."""
     folder = ctx.fresh('pub_for_resume')
-    ctx.main('publish_model', ctx.ckpt, osp.join(folder, 'p.pth'),
-             '--no-hash')
+    ctx.main('publish_model', ctx.ckpt, osp.join(folder, 'p.pth'), '--no-hash')
     wd = ctx.fresh('wd_resume_pub')
     out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd, '--resume',
                    '--cfg-options', f'load_from={osp.join(folder, "p.pth")}')
@@ -360,9 +376,10 @@ def score_with_another_table(ctx, case):
     from mmseg_sign.datasets.class_names import TOY_CLASSES
     from mmseg_sign.embeddings import save_class_embeddings
     table = osp.join(ctx.fresh('other_table'), 'other.npz')
-    save_class_embeddings(table, TOY_CLASSES, np.random.default_rng(5)
-                          .normal(size=(len(TOY_CLASSES), 600))
-                          .astype(np.float32))
+    save_class_embeddings(
+        table, TOY_CLASSES,
+        np.random.default_rng(5).normal(size=(len(TOY_CLASSES),
+                                              600)).astype(np.float32))
     wd = ctx.fresh('wd_test_table')
     case.after = lambda: not osp.exists(osp.join(wd, 'test_results.json'))
     return ctx.tool('test.py', ctx.cfg, ctx.ckpt, '--work-dir', wd,
@@ -376,8 +393,7 @@ def load_published(allow):
         folder = ctx.fresh('pub_for_load')
         ctx.main('publish_model', ctx.ckpt, osp.join(folder, 'p.pth'),
                  '--no-hash')
-        cfg = ctx.config(f'load_pub_{ctx._count}.py',
-                         TRANSFER_THEN_SELF_TRAIN)
+        cfg = ctx.config(f'load_pub_{ctx._count}.py', TRANSFER_THEN_SELF_TRAIN)
         wd = ctx.fresh('wd_load_pub')
         opts = [f'load_from={osp.join(folder, "p.pth")}']
         if allow:
@@ -408,8 +424,9 @@ def train_with(body):
         cfg = ctx.config(f'train_{ctx._count}.py', body)
         wd = ctx.fresh('wd_train')
         out = ctx.tool('train.py', cfg, '--work-dir', wd)
-        case.after = lambda: not [f for f in os.listdir(wd)
-                                  if f.endswith('.pth')]
+        case.after = lambda: not [
+            f for f in os.listdir(wd) if f.endswith('.pth')
+        ]
         return out
 
     return action
@@ -419,8 +436,8 @@ def train_with_options(*options):
 
     def action(ctx, case):
         wd = ctx.fresh('wd_options')
-        out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd,
-                       '--cfg-options', *options)
+        out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd, '--cfg-options',
+                       *options)
         case.after = lambda: os.listdir(wd) == []  # failed before the Runner
         return out
 
@@ -453,17 +470,19 @@ def toy_table_report(change=None, *args):
         with open(osp.join(wd, 'results.json'), 'w') as f:
             json.dump(runs, f)
         return ctx.tool('toy_table.py',
-                        osp.join(REPO, 'configs/sign/sign_toy.py'),
-                        '--report-only', '--seeds', '0', '1', '--work-dir',
-                        wd, *args)
+                        osp.join(REPO,
+                                 'configs/sign/sign_toy.py'), '--report-only',
+                        '--seeds', '0', '1', '--work-dir', wd, *args)
 
     return action
 
 
 def _set(key, value):
+
     def change(runs):
         stage, metric = key.split('.')
         runs['sign_toy/0/1'][stage][metric] = value
+
     return change
 
 
@@ -471,10 +490,15 @@ def dist_train_with(procs):
 
     def action(ctx, case):
         wd = ctx.fresh('wd_dist')
-        proc = tool_server.run(
-            ['bash', osp.join(REPO, 'tools', 'dist_train.sh'), ctx.cfg,
-             procs, '--work-dir', wd], cwd=ctx.root, capture_output=True,
-            text=True, timeout=120)
+        proc = tool_server.run([
+            'bash',
+            osp.join(REPO, 'tools', 'dist_train.sh'), ctx.cfg, procs,
+            '--work-dir', wd
+        ],
+                               cwd=ctx.root,
+                               capture_output=True,
+                               text=True,
+                               timeout=120)
         case.after = lambda: os.listdir(wd) == []
         return Outcome(proc.returncode, proc.stdout + proc.stderr)
 
@@ -522,8 +546,12 @@ def mmseg_train_with_max_iters_in_file(ctx, case):
                      'train_cfg = dict(max_iters=5)')
     wd = ctx.fresh('wd_max_iters_mmseg')
     proc = tool_server.run(
-        [sys.executable, _mmseg_train_tool(), cfg, '--work-dir', wd],
-        cwd=ctx.root, capture_output=True, text=True, timeout=300,
+        [sys.executable,
+         _mmseg_train_tool(), cfg, '--work-dir', wd],
+        cwd=ctx.root,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
     case.after = lambda: not [f for f in os.listdir(wd) if f.endswith('.pth')]
     return Outcome(proc.returncode, proc.stdout + proc.stderr)
@@ -552,6 +580,7 @@ def _keeps_record(record, case):
     def after():
         with open(record) as f:
             return f.read() == text
+
     case.after = after
 
 
@@ -560,8 +589,8 @@ def run_test_py_in_the_training_work_dir(ctx, case):
     default work dir, which is the training run's)."""
     cfg, wd, record = _seeded_run(ctx)
     _keeps_record(record, case)
-    return ctx.tool('test.py', cfg, osp.join(wd, 'iter_2.pth'),
-                    '--work-dir', wd)
+    return ctx.tool('test.py', cfg, osp.join(wd, 'iter_2.pth'), '--work-dir',
+                    wd)
 
 
 def mmseg_train_refused_in_a_used_work_dir(ctx, case):
@@ -570,11 +599,19 @@ def mmseg_train_refused_in_a_used_work_dir(ctx, case):
     kept."""
     cfg, wd, record = _seeded_run(ctx)
     _keeps_record(record, case)
-    proc = tool_server.run(
-        [sys.executable, _mmseg_train_tool(), cfg, '--work-dir', wd,
-         '--cfg-options', 'randomness.seed=5'],
-        cwd=ctx.root, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
+    proc = tool_server.run([
+        sys.executable,
+        _mmseg_train_tool(), cfg, '--work-dir', wd, '--cfg-options',
+        'randomness.seed=5'
+    ],
+                           cwd=ctx.root,
+                           capture_output=True,
+                           text=True,
+                           timeout=300,
+                           env=dict(
+                               os.environ,
+                               PYTHONWARNINGS='ignore',
+                               OMP_NUM_THREADS='1'))
     return Outcome(proc.returncode, proc.stdout + proc.stderr)
 
 
@@ -591,12 +628,15 @@ def overwrite_with_a_shorter_plan(*extra):
 
         def after():
             top = sorted(n for n in os.listdir(wd) if n.endswith('.pth'))
-            moved = [osp.join(wd, d, 'iter_2.pth') for d in os.listdir(wd)
-                     if d.startswith('replaced_')]
+            moved = [
+                osp.join(wd, d, 'iter_2.pth') for d in os.listdir(wd)
+                if d.startswith('replaced_')
+            ]
             if extra:  # refused: nothing moved or written
                 return top == ['iter_2.pth'] and not moved
             return top == ['iter_1.pth'] and len(moved) == 1 and \
                 _sha(moved[0]) == digest
+
         case.after = after
         return ctx.tool('train.py', ctx.cfg, '--work-dir', wd,
                         '--overwrite-checkpoints', *extra, '--cfg-options',
@@ -639,10 +679,11 @@ def train_with_bad_last_val_label(ctx, case):
     label = np.array(Image.open(path))
     label[0, 0] = 200
     Image.fromarray(label).save(path)
-    cfg = ctx.config('bad_val.py', ''.join(
-        f'{loader} = dict(dataset=dict(data_root={data!r}))\n'
-        for loader in ('train_dataloader', 'val_dataloader',
-                       'test_dataloader')))
+    cfg = ctx.config(
+        'bad_val.py',
+        ''.join(f'{loader} = dict(dataset=dict(data_root={data!r}))\n'
+                for loader in ('train_dataloader', 'val_dataloader',
+                               'test_dataloader')))
     wd = ctx.fresh('wd_bad_val')
     case.expect = case.expect.replace('LAST', last)
     case.after = lambda: not [f for f in os.listdir(wd) if f.endswith('.pth')]
@@ -674,7 +715,8 @@ def locked_by_another_process(wd, case):
     """``wd`` locked by a live process (as tools/train.py locks it); the
     case's expected message gets its pid."""
     holder = subprocess.Popen([sys.executable, '-c', HOLD_LOCK, wd],
-                              stdout=subprocess.PIPE, text=True,
+                              stdout=subprocess.PIPE,
+                              text=True,
                               env=dict(os.environ, OMP_NUM_THREADS='1'))
     try:
         assert holder.stdout.readline().strip() == 'locked'
@@ -701,10 +743,12 @@ def mmseg_train_in_locked_work_dir(ctx, case):
     wd = ctx.fresh('wd_locked_mmseg')
     with locked_by_another_process(wd, case):
         proc = tool_server.run(
-            [sys.executable, tool, ctx.cfg, '--work-dir', wd], cwd=ctx.root,
-            capture_output=True, text=True, timeout=300,
-            env=dict(os.environ, PYTHONWARNINGS='ignore',
-                     OMP_NUM_THREADS='1'))
+            [sys.executable, tool, ctx.cfg, '--work-dir', wd],
+            cwd=ctx.root,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
     case.after = lambda: not [f for f in os.listdir(wd) if f.endswith('.pth')]
     return Outcome(proc.returncode, proc.stdout + proc.stderr)
 
@@ -729,7 +773,8 @@ def take_over_lock_of_killed_run_with_live_workers(ctx, case):
     from mmseg_sign.utils.work_dir_lock import lock_work_dir, unlock_work_dir
     wd = ctx.fresh('wd_orphans')
     dead = subprocess.Popen([sys.executable, '-c', HOLD_LOCK_AND_FORK, wd],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE,
+                            text=True)
     _, child = dead.stdout.readline().split()
     dead.kill()
     dead.wait()
@@ -749,7 +794,8 @@ def take_over_stale_lock(ctx, case):
                                                 unlock_work_dir)
     wd = ctx.fresh('wd_stale')
     dead = subprocess.Popen([sys.executable, '-c', HOLD_LOCK, wd],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE,
+                            text=True)
     assert dead.stdout.readline().strip() == 'locked'
     dead.kill()  # SIGKILL: no atexit, the lock file stays
     dead.wait()
@@ -774,8 +820,10 @@ def read_table_with(rows, names=None):
         if names is None or len(set(names_)) == len(names_):
             save_class_embeddings(path, names_, np.array(rows, np.float32))
         else:  # duplicate names: write the archive by hand
-            np.savez(path, classes=np.array(names_),
-                     embeddings=np.array(rows, np.float32))
+            np.savez(
+                path,
+                classes=np.array(names_),
+                embeddings=np.array(rows, np.float32))
         try:
             read_class_embeddings(path)
         except ValueError as err:
@@ -789,17 +837,21 @@ def build_table(synonyms=None, synonyms_text=None, sources=None):
     """tools/build_class_embeddings.py on the toy word vectors."""
 
     def action(ctx, case):
-        args = ['--dataset', 'toy', '--no-default-synonyms',
-                '--out', ctx.path(f'built_{ctx._count}.npz')]
+        args = [
+            '--dataset', 'toy', '--no-default-synonyms', '--out',
+            ctx.path(f'built_{ctx._count}.npz')
+        ]
         ctx._count += 1
         for source in sources or [
-                'data/toy/word_vectors/word2vec_like.txt:word2vec']:
+                'data/toy/word_vectors/word2vec_like.txt:word2vec'
+        ]:
             args += ['--source', ctx.path(source)]
         if synonyms is not None or synonyms_text is not None:
             path = ctx.path(f'syn_{ctx._count}.json')
             with open(path, 'wb') as f:
-                f.write(synonyms_text if synonyms_text is not None else
-                        json.dumps(synonyms).encode())
+                f.write(
+                    synonyms_text if synonyms_text is not None else json.
+                    dumps(synonyms).encode())
             args += ['--synonyms', path]
         out = ctx.main('build_class_embeddings', *args)
         case.after = lambda: not osp.exists(args[args.index('--out') + 1])
@@ -883,35 +935,37 @@ class Case:
 DAMAGED = r'Cannot read the checkpoint \S*{}\.pth: it is {}'
 CASES = [
     # ---- code execution
-    Case('publish_hostile_checkpoint',
-         'tools/publish_model.py on a checkpoint whose meta carries an '
-         'os.system payload',
-         publish_hostile,
-         r'Cannot load the checkpoint \S*evil\.pth safely: .*posix\.system'),
-    Case('test_plain_hostile_pickle',
-         'tools/test.py on a plain pickle whose payload runs os.system',
-         run_test_py_on_plain_pickle,
-         r'Cannot load the checkpoint \S*evil_plain\.pth safely: a plain '
-         r'pickle \(not a torch zip checkpoint\) that imports posix\.system'),
-    Case('publish_normal_checkpoint',
-         'tools/publish_model.py on a real training checkpoint (control)',
-         publish_normal, '', ok=True),
+    Case(
+        'publish_hostile_checkpoint',
+        'tools/publish_model.py on a checkpoint whose meta carries an '
+        'os.system payload', publish_hostile,
+        r'Cannot load the checkpoint \S*evil\.pth safely: .*posix\.system'),
+    Case(
+        'test_plain_hostile_pickle',
+        'tools/test.py on a plain pickle whose payload runs os.system',
+        run_test_py_on_plain_pickle,
+        r'Cannot load the checkpoint \S*evil_plain\.pth safely: a plain '
+        r'pickle \(not a torch zip checkpoint\) that imports posix\.system'),
+    Case(
+        'publish_normal_checkpoint',
+        'tools/publish_model.py on a real training checkpoint (control)',
+        publish_normal,
+        '',
+        ok=True),
     # ---- data loss 1: the output replaces the input
     Case('publish_onto_itself_no_hash',
-         'tools/publish_model.py IN IN --no-hash',
-         publish_onto_itself(True),
+         'tools/publish_model.py IN IN --no-hash', publish_onto_itself(True),
          r'the output \S+ is the input checkpoint'),
     Case('publish_onto_itself_hashed', 'tools/publish_model.py IN IN',
          publish_onto_itself(False),
          r'the output \S+ is the input checkpoint'),
-    Case('publish_through_symlinked_dir',
-         'tools/publish_model.py IN LINK/iter_2.pth --no-hash, LINK a '
-         "symlink to IN's folder",
-         publish_through_link('symlink_dir'),
-         r'the output \S+ is the input checkpoint'),
+    Case(
+        'publish_through_symlinked_dir',
+        'tools/publish_model.py IN LINK/iter_2.pth --no-hash, LINK a '
+        "symlink to IN's folder", publish_through_link('symlink_dir'),
+        r'the output \S+ is the input checkpoint'),
     Case('publish_onto_hard_link', 'tools/publish_model.py IN OUT '
-         '--no-hash, OUT a hard link of IN',
-         publish_through_link('hardlink'),
+         '--no-hash, OUT a hard link of IN', publish_through_link('hardlink'),
          r'the output \S+ is the input checkpoint'),
     Case('export_onto_checkpoint',
          'tools/deployment/pytorch2onnx.py CFG CKPT --out CKPT',
@@ -931,38 +985,44 @@ CASES = [
          run_test_py_on_damaged('truncated'),
          DAMAGED.format('truncated', 'truncated')),
     # ---- silently wrong 5: a split given to the metric alone
-    Case('test_evaluator_split_alone',
-         'tools/test.py CONFIG CKPT --cfg-options '
-         'test_evaluator.unseen_classes=[kite,lamp,river]',
-         evaluate_with_metric_split,
-         r"test_evaluator \(GZSLIoUMetric\) scores with the unseen classes "
-         r"\('kite', 'lamp', 'river'\), the checkpoint .* has "
-         r"\('flag', 'hedge', 'river'\).*--allow-split-change"),
+    Case(
+        'test_evaluator_split_alone',
+        'tools/test.py CONFIG CKPT --cfg-options '
+        'test_evaluator.unseen_classes=[kite,lamp,river]',
+        evaluate_with_metric_split,
+        r"test_evaluator \(GZSLIoUMetric\) scores with the unseen classes "
+        r"\('kite', 'lamp', 'river'\), the checkpoint .* has "
+        r"\('flag', 'hedge', 'river'\).*--allow-split-change"),
     # ---- silently wrong 4: --resume after the split changed
-    Case('resume_after_split_change',
-         'tools/train.py --resume after setting another split in all '
-         'three loaders', resume_with(ONE_PLACE_SPLIT),
-         r"--resume: the checkpoint was trained with the unseen "
-         r"classes \('flag', 'hedge', 'river'\), but the training dataset "
-         r"now has \('kite', 'lamp', 'river'\); the model has learnt "
-         r"\('kite', 'lamp'\) from their labels.*allow_split_change=True",
-         traceback_ok=True),
+    Case(
+        'resume_after_split_change',
+        'tools/train.py --resume after setting another split in all '
+        'three loaders',
+        resume_with(ONE_PLACE_SPLIT),
+        r"--resume: the checkpoint was trained with the unseen "
+        r"classes \('flag', 'hedge', 'river'\), but the training dataset "
+        r"now has \('kite', 'lamp', 'river'\); the model has learnt "
+        r"\('kite', 'lamp'\) from their labels.*allow_split_change=True",
+        traceback_ok=True),
     # ---- silently wrong 9: --resume with a plan shorter than the run
-    Case('resume_past_the_plan',
-         'tools/train.py --resume from iter_2.pth with the plan cut to 1 '
-         'iteration', resume_with('', 'train_cfg.stages.0.iters=1'),
-         r'--resume from a checkpoint at iteration 2, but the stage plan '
-         r'ends at iteration 1 \(train 1\): there is nothing left to train',
-         traceback_ok=True),
+    Case(
+        'resume_past_the_plan',
+        'tools/train.py --resume from iter_2.pth with the plan cut to 1 '
+        'iteration',
+        resume_with('', 'train_cfg.stages.0.iters=1'),
+        r'--resume from a checkpoint at iteration 2, but the stage plan '
+        r'ends at iteration 1 \(train 1\): there is nothing left to train',
+        traceback_ok=True),
     # ---- issue 49, C10-C13: statistics that refuse bad numbers
-    Case('toy_table_nan_metric',
-         'toy_table.py --report-only --compare over a results.json whose '
-         'run holds hIoU NaN',
-         toy_table_report(_set('self_train.hIoU', float('nan')),
-                          '--compare', 'sign_toy@self_train',
-                          'sign_toy@transfer'),
-         r"results\.json: run 'sign_toy/0/1' has self_train\.hIoU=nan \(an "
-         r'IoU metric is a number in \[0, 100\]\).*Remove the run'),
+    Case(
+        'toy_table_nan_metric',
+        'toy_table.py --report-only --compare over a results.json whose '
+        'run holds hIoU NaN',
+        toy_table_report(
+            _set('self_train.hIoU', float('nan')), '--compare',
+            'sign_toy@self_train', 'sign_toy@transfer'),
+        r"results\.json: run 'sign_toy/0/1' has self_train\.hIoU=nan \(an "
+        r'IoU metric is a number in \[0, 100\]\).*Remove the run'),
     Case('toy_table_impossible_metric',
          'toy_table.py --report-only over a run with hIoU = -500',
          toy_table_report(_set('transfer.hIoU', -500)),
@@ -971,266 +1031,322 @@ CASES = [
          "toy_table.py --report-only over a run with mIoU_seen '80.1'",
          toy_table_report(_set('train.mIoU_seen', '80.1')),
          r"run 'sign_toy/0/1' has train\.mIoU_seen='80\.1'"),
-    Case('toy_table_duplicate_row_label',
-         'toy_table.py --report-only --rows A=sign_toy@self_train '
-         'A=sign_toy@transfer',
-         toy_table_report(None, '--rows', 'A=sign_toy@self_train',
-                          'A=sign_toy@transfer'),
-         r"--rows: the label 'A' is given twice"),
-    Case('toy_table_cfg_options_without_tag',
-         'toy_table.py --cfg-options train_cfg.stages.0.iters=10 without '
-         '--tag',
-         toy_table_report(None, '--cfg-options',
-                          'train_cfg.stages.0.iters=10'),
-         r"--cfg-options train_cfg\.stages\.0\.iters=10: the runs then train "
-         r"something else than the configs.*give them a --tag NAME"),
-    Case('toy_table_report_fine',
-         'toy_table.py --report-only over the stored runs (control)',
-         toy_table_report(None), r'\| sign_toy@self_train \| 2 \|',
-         ok=True),
+    Case(
+        'toy_table_duplicate_row_label',
+        'toy_table.py --report-only --rows A=sign_toy@self_train '
+        'A=sign_toy@transfer',
+        toy_table_report(None, '--rows', 'A=sign_toy@self_train',
+                         'A=sign_toy@transfer'),
+        r"--rows: the label 'A' is given twice"),
+    Case(
+        'toy_table_cfg_options_without_tag',
+        'toy_table.py --cfg-options train_cfg.stages.0.iters=10 without '
+        '--tag',
+        toy_table_report(None, '--cfg-options', 'train_cfg.stages.0.iters=10'),
+        r"--cfg-options train_cfg\.stages\.0\.iters=10: the runs then train "
+        r"something else than the configs.*give them a --tag NAME"),
+    Case(
+        'toy_table_report_fine',
+        'toy_table.py --report-only over the stored runs (control)',
+        toy_table_report(None),
+        r'\| sign_toy@self_train \| 2 \|',
+        ok=True),
     # ---- issue 49, B: late or obscure errors made early and clear
-    Case('init_seed_beyond_64_bits',
-         'tools/train.py --cfg-options default_hooks.sign_random.init_seed='
-         '2**70', train_refused('--work-dir', 'wd_seed70', '--cfg-options',
-                                f'default_hooks.sign_random.init_seed={2**70}'),
-         r'RandomSourcesHook: init_seed must be None .* or an int in '
-         r'\[0, 2\*\*64\), got 1180591620717411303424', traceback_ok=True),
-    Case('draws_seed_2_64',
-         'tools/train.py --cfg-options default_hooks.sign_random.draws_seed='
-         '2**64', train_refused('--work-dir', 'wd_seed64', '--cfg-options',
-                                f'default_hooks.sign_random.draws_seed={2**64}'),
-         r'draws_seed must be None .* or an int in \[0, 2\*\*64\)',
-         traceback_ok=True),
+    Case(
+        'init_seed_beyond_64_bits',
+        'tools/train.py --cfg-options default_hooks.sign_random.init_seed='
+        '2**70',
+        train_refused('--work-dir', 'wd_seed70', '--cfg-options',
+                      f'default_hooks.sign_random.init_seed={2**70}'),
+        r'RandomSourcesHook: init_seed must be None .* or an int in '
+        r'\[0, 2\*\*64\), got 1180591620717411303424',
+        traceback_ok=True),
+    Case(
+        'draws_seed_2_64',
+        'tools/train.py --cfg-options default_hooks.sign_random.draws_seed='
+        '2**64',
+        train_refused('--work-dir', 'wd_seed64', '--cfg-options',
+                      f'default_hooks.sign_random.draws_seed={2**64}'),
+        r'draws_seed must be None .* or an int in \[0, 2\*\*64\)',
+        traceback_ok=True),
     Case('run_seed_negative', 'tools/train.py --cfg-options '
-         'randomness.seed=-1',
-         train_with_options('randomness.seed=-1'),
+         'randomness.seed=-1', train_with_options('randomness.seed=-1'),
          r'randomness\.seed=-1: a seed is an integer in \[0, 2\*\*32\)'),
-    Case('run_seed_2_32', 'tools/train.py --cfg-options '
-         'randomness.seed=4294967296',
-         train_with_options('randomness.seed=4294967296'),
-         r'randomness\.seed=4294967296: a seed is an integer in '
-         r'\[0, 2\*\*32\)'),
-    Case('randomness_none', "a config with randomness = None",
-         train_with('randomness = None'),
-         r'randomness=None: mmengine reads a dict .* randomness=dict\('
-         r'seed=None\)'),
+    Case(
+        'run_seed_2_32', 'tools/train.py --cfg-options '
+        'randomness.seed=4294967296',
+        train_with_options('randomness.seed=4294967296'),
+        r'randomness\.seed=4294967296: a seed is an integer in '
+        r'\[0, 2\*\*32\)'),
+    Case(
+        'randomness_none', "a config with randomness = None",
+        train_with('randomness = None'),
+        r'randomness=None: mmengine reads a dict .* randomness=dict\('
+        r'seed=None\)'),
     Case('work_dir_empty', "tools/train.py --work-dir ''",
          train_refused('--work-dir', ''),
          r"--work-dir '': a work dir is a folder path"),
-    Case('work_dir_in_proc', 'tools/train.py --work-dir /proc/x',
-         train_refused('--work-dir', '/proc/x'),
-         r'--work-dir /proc/x: cannot make the folder \(.+\); give a '
-         r'writable folder path'),
-    Case('negative_stage_index', 'tools/train.py --cfg-options '
-         'train_cfg.stages.-1.iters=3',
-         train_with_options('train_cfg.stages.-1.iters=3'),
-         r'--cfg-options train_cfg\.stages\.-1\.iters=\.\.\.: list items '
-         r'are named by their position from 0'),
+    Case(
+        'work_dir_in_proc', 'tools/train.py --work-dir /proc/x',
+        train_refused('--work-dir', '/proc/x'),
+        r'--work-dir /proc/x: cannot make the folder \(.+\); give a '
+        r'writable folder path'),
+    Case(
+        'negative_stage_index', 'tools/train.py --cfg-options '
+        'train_cfg.stages.-1.iters=3',
+        train_with_options('train_cfg.stages.-1.iters=3'),
+        r'--cfg-options train_cfg\.stages\.-1\.iters=\.\.\.: list items '
+        r'are named by their position from 0'),
     # ---- issue 49, C14: a misspelt --cfg-options key in add_classes
-    Case('add_classes_misspelt_option',
-         'tools/add_classes.py ... --cfg-options alow_split_change=True',
-         lambda ctx, case: ctx.main(
-             'add_classes', ctx.cfg, ctx.ckpt, '--classes', 'kite',
-             '--embeddings', ctx.path('data/toy/class_embeddings.npz'),
-             '--out', ctx.fresh('grown'), '--force', '--cfg-options',
-             'alow_split_change=True'),
-         r"--cfg-options alow_split_change=\.\.\.: the config has no "
-         r"'alow_split_change' and nothing reads it.*did you mean "
-         r'allow_split_change'),
+    Case(
+        'add_classes_misspelt_option',
+        'tools/add_classes.py ... --cfg-options alow_split_change=True',
+        lambda ctx, case: ctx.main(
+            'add_classes', ctx.cfg, ctx.ckpt, '--classes', 'kite',
+            '--embeddings', ctx.path('data/toy/class_embeddings.npz'), '--out',
+            ctx.fresh('grown'
+                      ), '--force', '--cfg-options', 'alow_split_change=True'),
+        r"--cfg-options alow_split_change=\.\.\.: the config has no "
+        r"'alow_split_change' and nothing reads it.*did you mean "
+        r'allow_split_change'),
     # ---- issue 49, C8 / C9: --overwrite-checkpoints
-    Case('overwrite_with_a_shorter_plan',
-         'tools/train.py --overwrite-checkpoints with a 1-iteration plan in '
-         "a work dir holding a 2-iteration run's iter_2.pth",
-         overwrite_with_a_shorter_plan(),
-         r"--overwrite-checkpoints: the earlier run's 2 checkpoint file\(s\) "
-         r'\(iter_2\.pth, last_checkpoint\) moved to \S+/replaced_\d{8}_'
-         r'\d{6}', ok=True),
-    Case('overwrite_and_resume',
-         'tools/train.py --overwrite-checkpoints --resume',
-         overwrite_with_a_shorter_plan('--resume'),
-         r'--resume continues the run in the work dir and '
-         r'--overwrite-checkpoints .* replaces it with a new one: give one '
-         r'of them'),
+    Case(
+        'overwrite_with_a_shorter_plan',
+        'tools/train.py --overwrite-checkpoints with a 1-iteration plan in '
+        "a work dir holding a 2-iteration run's iter_2.pth",
+        overwrite_with_a_shorter_plan(),
+        r"--overwrite-checkpoints: the earlier run's 2 checkpoint file\(s\) "
+        r'\(iter_2\.pth, last_checkpoint\) moved to \S+/replaced_\d{8}_'
+        r'\d{6}',
+        ok=True),
+    Case(
+        'overwrite_and_resume',
+        'tools/train.py --overwrite-checkpoints --resume',
+        overwrite_with_a_shorter_plan('--resume'),
+        r'--resume continues the run in the work dir and '
+        r'--overwrite-checkpoints .* replaces it with a new one: give one '
+        r'of them'),
     # ---- issue 49, D1 / D2: a run's config record never replaced
-    Case('test_py_keeps_the_training_record',
-         'tools/train.py CFG --cfg-options randomness.seed=3, then '
-         'tools/test.py CFG WD/iter_2.pth with the same work dir',
-         run_test_py_in_the_training_work_dir,
-         r'record\.py records another run of this config \(other options\)'
-         r"; kept as it is\. This run's config: \S+/\d{8}_\d{6}/record\.py",
-         ok=True),
-    Case('mmseg_train_refused_keeps_the_record',
-         "mmseg's own tools/train.py CFG --work-dir WD --cfg-options "
-         'randomness.seed=5, WD holding an earlier run',
-         mmseg_train_refused_in_a_used_work_dir,
-         r'records another run of this config.*holds checkpoints of an '
-         r'earlier run', traceback_ok=True),
+    Case(
+        'test_py_keeps_the_training_record',
+        'tools/train.py CFG --cfg-options randomness.seed=3, then '
+        'tools/test.py CFG WD/iter_2.pth with the same work dir',
+        run_test_py_in_the_training_work_dir,
+        r'record\.py records another run of this config \(other options\)'
+        r"; kept as it is\. This run's config: \S+/\d{8}_\d{6}/record\.py",
+        ok=True),
+    Case(
+        'mmseg_train_refused_keeps_the_record',
+        "mmseg's own tools/train.py CFG --work-dir WD --cfg-options "
+        'randomness.seed=5, WD holding an earlier run',
+        mmseg_train_refused_in_a_used_work_dir,
+        r'records another run of this config.*holds checkpoints of an '
+        r'earlier run',
+        traceback_ok=True),
     # ---- issue 49, C4: a plan that moves the checkpoint into another stage
-    Case('resume_into_another_stage',
-         'tools/train.py --resume from iter_2.pth (plan train 2) with the '
-         'plan train 1 + transfer 4',
-         resume_with("train_cfg = dict(stages=[dict(name='train', iters=1), "
-                     "dict(name='transfer', iters=4, block_iters=2)])"),
-         r"--resume from a checkpoint at iteration 2, in stage 0 \('train'\) "
-         r'of the plan that wrote it \(train 2\); this plan \(train 1 → '
-         r"transfer 4\) puts that iteration in 'transfer'.*load_from="
-         r'CHECKPOINT in another work dir, without --resume',
-         traceback_ok=True),
-    Case('resume_with_a_longer_stage',
-         'tools/train.py --resume from iter_2.pth (plan train 2) with the '
-         'train stage lengthened to 3 (control)',
-         lambda ctx, case: ctx.tool(
-             'train.py', ctx.config('longer.py', ''), '--work-dir',
-             ctx.fresh('wd_longer'), '--resume', '--cfg-options',
-             f'load_from={ctx.ckpt}', 'train_cfg.stages.0.iters=3'),
-         r"SIGN stage 'train' \(1/1\): iterations 1-3, resumed at 3",
-         ok=True),
+    Case(
+        'resume_into_another_stage',
+        'tools/train.py --resume from iter_2.pth (plan train 2) with the '
+        'plan train 1 + transfer 4',
+        resume_with("train_cfg = dict(stages=[dict(name='train', iters=1), "
+                    "dict(name='transfer', iters=4, block_iters=2)])"),
+        r"--resume from a checkpoint at iteration 2, in stage 0 \('train'\) "
+        r'of the plan that wrote it \(train 2\); this plan \(train 1 → '
+        r"transfer 4\) puts that iteration in 'transfer'.*load_from="
+        r'CHECKPOINT in another work dir, without --resume',
+        traceback_ok=True),
+    Case(
+        'resume_with_a_longer_stage',
+        'tools/train.py --resume from iter_2.pth (plan train 2) with the '
+        'train stage lengthened to 3 (control)',
+        lambda ctx, case: ctx.tool(
+            'train.py', ctx.config('longer.py', ''), '--work-dir',
+            ctx.fresh('wd_longer'), '--resume', '--cfg-options',
+            f'load_from={ctx.ckpt}', 'train_cfg.stages.0.iters=3'),
+        r"SIGN stage 'train' \(1/1\): iterations 1-3, resumed at 3",
+        ok=True),
     # ---- issue 49, C5: a SIGN model under mmengine's plain loop
-    Case('sign_model_under_iter_based_loop',
-         "tools/train.py with train_cfg=dict(_delete_=True, "
-         "type='IterBasedTrainLoop', max_iters=2) on a SIGN config",
-         train_with("train_cfg = dict(_delete_=True, "
-                    "type='IterBasedTrainLoop', max_iters=2, "
-                    "val_interval=100)"),
-         r'ZeroShotEncoderDecoder trains in stages .* but the training loop '
-         r"is IterBasedTrainLoop, which would run its train stage alone.*"
-         r"type='StagePlanTrainLoop'", traceback_ok=True),
+    Case(
+        'sign_model_under_iter_based_loop',
+        "tools/train.py with train_cfg=dict(_delete_=True, "
+        "type='IterBasedTrainLoop', max_iters=2) on a SIGN config",
+        train_with("train_cfg = dict(_delete_=True, "
+                   "type='IterBasedTrainLoop', max_iters=2, "
+                   "val_interval=100)"),
+        r'ZeroShotEncoderDecoder trains in stages .* but the training loop '
+        r"is IterBasedTrainLoop, which would run its train stage alone.*"
+        r"type='StagePlanTrainLoop'",
+        traceback_ok=True),
     # ---- issue 49, C6: an option the stage's mode does not read
-    Case('self_train_option_of_another_mode',
-         "tools/train.py --cfg-options on sign_toy_st.py's plan: "
-         "mode='ST' with temperature=0.01 (the user guide's sweep on an "
-         '_st config)',
-         train_with("train_cfg = dict(stages=[dict(name='train', iters=1), "
-                    "dict(name='transfer', iters=2, block_iters=1), "
-                    "dict(name='self_train', iters=1, mode='ST', "
-                    "temperature=0.01)])"),
-         r"stages\[2\] \(self_train\): mode='ST' does not use temperature "
-         r"\(it reads top_p\).*temperature: mode='AST'"),
+    Case(
+        'self_train_option_of_another_mode',
+        "tools/train.py --cfg-options on sign_toy_st.py's plan: "
+        "mode='ST' with temperature=0.01 (the user guide's sweep on an "
+        '_st config)',
+        train_with("train_cfg = dict(stages=[dict(name='train', iters=1), "
+                   "dict(name='transfer', iters=2, block_iters=1), "
+                   "dict(name='self_train', iters=1, mode='ST', "
+                   "temperature=0.01)])"),
+        r"stages\[2\] \(self_train\): mode='ST' does not use temperature "
+        r"\(it reads top_p\).*temperature: mode='AST'"),
     # ---- silently wrong 3: load_from a checkpoint without G and D
-    Case('load_published_into_transfer',
-         'tools/train.py, plan transfer + self_train, load_from a '
-         'published checkpoint',
-         load_published(False),
-         r'no weights for decode_head\.discriminator and '
-         r'decode_head\.generator \(a published checkpoint.*stages\[0\] '
-         r'\(transfer\) uses discriminator and generator.*'
-         r'allow_untrained_gan=True', traceback_ok=True),
-    Case('load_published_deliberately',
-         'the same with --cfg-options allow_untrained_gan=True (runs)',
-         load_published(True), r'Iter\(train\) \[3/3\]', ok=True),
+    Case(
+        'load_published_into_transfer',
+        'tools/train.py, plan transfer + self_train, load_from a '
+        'published checkpoint',
+        load_published(False),
+        r'no weights for decode_head\.discriminator and '
+        r'decode_head\.generator \(a published checkpoint.*stages\[0\] '
+        r'\(transfer\) uses discriminator and generator.*'
+        r'allow_untrained_gan=True',
+        traceback_ok=True),
+    Case(
+        'load_published_deliberately',
+        'the same with --cfg-options allow_untrained_gan=True (runs)',
+        load_published(True),
+        r'Iter\(train\) \[3/3\]',
+        ok=True),
     # ---- issue 41: a published checkpoint resumed; other class names
-    Case('resume_published',
-         'tools/train.py --resume with load_from a published checkpoint',
-         resume_published,
-         r'--resume from \S*p\.pth: a published checkpoint '
-         r'\(tools/publish_model\.py\) holds the inference weights only.*'
-         r'load_from=PATH without --resume', traceback_ok=True),
-    Case('test_with_another_class_table',
-         'tools/test.py --cfg-options model.decode_head.class_embeddings='
-         'OTHER.npz (the toy classes, other vectors)',
-         score_with_another_table,
-         r'the class-embedding table \S*other\.npz .* is not the table this '
-         r'checkpoint was trained with', traceback_ok=True),
-    Case('test_on_other_classes',
-         'tools/test.py --allow-split-change with a checkpoint trained on '
-         '10 other classes',
-         score_other_classes,
-         r'trained on other classes than the test dataset\'s \(\d+ of 10 '
-         r"differ; first: #0 'sky' vs "),
+    Case(
+        'resume_published',
+        'tools/train.py --resume with load_from a published checkpoint',
+        resume_published, r'--resume from \S*p\.pth: a published checkpoint '
+        r'\(tools/publish_model\.py\) holds the inference weights only.*'
+        r'load_from=PATH without --resume',
+        traceback_ok=True),
+    Case(
+        'test_with_another_class_table',
+        'tools/test.py --cfg-options model.decode_head.class_embeddings='
+        'OTHER.npz (the toy classes, other vectors)',
+        score_with_another_table,
+        r'the class-embedding table \S*other\.npz .* is not the table this '
+        r'checkpoint was trained with',
+        traceback_ok=True),
+    Case(
+        'test_on_other_classes',
+        'tools/test.py --allow-split-change with a checkpoint trained on '
+        '10 other classes', score_other_classes,
+        r'trained on other classes than the test dataset\'s \(\d+ of 10 '
+        r"differ; first: #0 'sky' vs "),
     # ---- obscure: max_iters given where the plan is the home
-    Case('max_iters_on_the_command_line',
-         'tools/train.py sign_toy --cfg-options train_cfg.max_iters=10',
-         train_with_max_iters,
-         r'train_cfg\.max_iters=10: the run\'s length is set by the SIGN '
-         r'stage plan train_cfg\.stages \(train 2 = 2 iterations\).*'
-         r'train_cfg\.stages\.0\.iters=N0'),
-    Case('val_interval_zero',
-         'tools/train.py sign_toy --cfg-options train_cfg.val_interval=0',
-         train_with_options('train_cfg.val_interval=0'),
-         r'train_cfg\.val_interval=0: validate every N iterations needs a '
-         r'positive integer N; to validate only at the stage ends'),
+    Case(
+        'max_iters_on_the_command_line',
+        'tools/train.py sign_toy --cfg-options train_cfg.max_iters=10',
+        train_with_max_iters,
+        r'train_cfg\.max_iters=10: the run\'s length is set by the SIGN '
+        r'stage plan train_cfg\.stages \(train 2 = 2 iterations\).*'
+        r'train_cfg\.stages\.0\.iters=N0'),
+    Case(
+        'val_interval_zero',
+        'tools/train.py sign_toy --cfg-options train_cfg.val_interval=0',
+        train_with_options('train_cfg.val_interval=0'),
+        r'train_cfg\.val_interval=0: validate every N iterations needs a '
+        r'positive integer N; to validate only at the stage ends'),
     Case('seed_not_a_number',
          'tools/train.py sign_toy --cfg-options randomness.seed=abc',
          train_with_options('randomness.seed=abc'),
          r"randomness\.seed='abc': a seed is an integer"),
-    Case('resume_in_an_empty_work_dir',
-         'tools/train.py --resume in a work dir that holds no checkpoint '
-         '(trains from 0, and says so)', resume_in_empty_work_dir,
-         r'--resume: the work dir .* holds no checkpoint \(no '
-         r'last_checkpoint\): nothing to resume, the run starts at '
-         r'iteration 0', ok=True),
-    Case('resume_dangling_last_checkpoint',
-         "tools/train.py --resume where last_checkpoint names a missing "
-         'file', resume_dangling_last_checkpoint,
-         r'--resume: .*last_checkpoint names .*iter_9\.pth, which does not '
-         r'exist .*load_from=.*iter_2\.pth'),
-    Case('make_toy_dataset_without_images',
-         'tools/make_toy_dataset.py --num-train 0',
-         make_toy_with('--num-train', '0'),
-         r'--num-train must be at least 1 \(got 0\): a split without '
-         r'images can be neither trained nor scored'),
-    Case('dist_train_zero_processes',
-         'bash tools/dist_train.sh sign_toy.py 0', dist_train_with('0'),
+    Case(
+        'resume_in_an_empty_work_dir',
+        'tools/train.py --resume in a work dir that holds no checkpoint '
+        '(trains from 0, and says so)',
+        resume_in_empty_work_dir,
+        r'--resume: the work dir .* holds no checkpoint \(no '
+        r'last_checkpoint\): nothing to resume, the run starts at '
+        r'iteration 0',
+        ok=True),
+    Case(
+        'resume_dangling_last_checkpoint',
+        "tools/train.py --resume where last_checkpoint names a missing "
+        'file', resume_dangling_last_checkpoint,
+        r'--resume: .*last_checkpoint names .*iter_9\.pth, which does not '
+        r'exist .*load_from=.*iter_2\.pth'),
+    Case(
+        'make_toy_dataset_without_images',
+        'tools/make_toy_dataset.py --num-train 0',
+        make_toy_with('--num-train', '0'),
+        r'--num-train must be at least 1 \(got 0\): a split without '
+        r'images can be neither trained nor scored'),
+    Case('dist_train_zero_processes', 'bash tools/dist_train.sh sign_toy.py 0',
+         dist_train_with('0'),
          r"NUM_PROCS must be a positive number of processes .*got '0'"),
-    Case('toy_table_on_camvid_without_data_config',
-         'tools/toy_table.py configs/sign/sign_camvid.py (toy data by '
-         'default)', toy_table_on_camvid,
-         r'sign_camvid\.py: not trained on the toy data .*--data config'),
-    Case('max_iters_in_the_config_file',
-         "tools/train.py on a config with train_cfg = dict(max_iters=5)",
-         train_with_max_iters_in_file,
-         r'train_cfg\.max_iters=5: the run\'s length is set by the SIGN '
-         r'stage plan .*train_cfg\.stages\.0\.iters=N0'),
-    Case('max_iters_in_the_config_file_mmseg_tool',
-         "mmseg's own tools/train.py on that config",
-         mmseg_train_with_max_iters_in_file,
-         r'train_cfg\.max_iters=5: the run\'s length is set by the SIGN '
-         r'stage plan', traceback_ok=True),
-    Case('partial_param_scheduler_dict',
-         'param_scheduler = dict(segmentor=[...]) without the other '
-         "wrappers' lists", train_with_partial_scheduler_dict,
-         r"param_scheduler has lists for \['segmentor'\] but not for the "
-         r"optimizer wrappers \['generator', 'discriminator'"),
-    Case('bad_label_in_last_val_file',
-         'a value 200 in the last validation label file',
-         train_with_bad_last_val_label,
-         r'LAST\.png: label values \[200\] are neither a class index',
-         traceback_ok=True),
-    Case('empty_unseen_set_train_only',
-         'unseen_classes=() in every dataset, a train-only plan, the GZSL '
-         'metric', train_without_unseen_classes,
-         r"split has no unseen classes, but val_evaluator is GZSLIoUMetric"
-         r".*val_evaluator = dict\(type='IoUMetric'\)", traceback_ok=True),
+    Case(
+        'toy_table_on_camvid_without_data_config',
+        'tools/toy_table.py configs/sign/sign_camvid.py (toy data by '
+        'default)', toy_table_on_camvid,
+        r'sign_camvid\.py: not trained on the toy data .*--data config'),
+    Case(
+        'max_iters_in_the_config_file',
+        "tools/train.py on a config with train_cfg = dict(max_iters=5)",
+        train_with_max_iters_in_file,
+        r'train_cfg\.max_iters=5: the run\'s length is set by the SIGN '
+        r'stage plan .*train_cfg\.stages\.0\.iters=N0'),
+    Case(
+        'max_iters_in_the_config_file_mmseg_tool',
+        "mmseg's own tools/train.py on that config",
+        mmseg_train_with_max_iters_in_file,
+        r'train_cfg\.max_iters=5: the run\'s length is set by the SIGN '
+        r'stage plan',
+        traceback_ok=True),
+    Case(
+        'partial_param_scheduler_dict',
+        'param_scheduler = dict(segmentor=[...]) without the other '
+        "wrappers' lists", train_with_partial_scheduler_dict,
+        r"param_scheduler has lists for \['segmentor'\] but not for the "
+        r"optimizer wrappers \['generator', 'discriminator'"),
+    Case(
+        'bad_label_in_last_val_file',
+        'a value 200 in the last validation label file',
+        train_with_bad_last_val_label,
+        r'LAST\.png: label values \[200\] are neither a class index',
+        traceback_ok=True),
+    Case(
+        'empty_unseen_set_train_only',
+        'unseen_classes=() in every dataset, a train-only plan, the GZSL '
+        'metric',
+        train_without_unseen_classes,
+        r"split has no unseen classes, but val_evaluator is GZSLIoUMetric"
+        r".*val_evaluator = dict\(type='IoUMetric'\)",
+        traceback_ok=True),
     # ---- data loss 2: two runs in one work dir
     Case('second_run_in_locked_work_dir',
          'tools/train.py --work-dir WD while another run holds WD',
          train_in_locked_work_dir,
          r'The work dir \S+ is in use by another training run \(pid PID: '),
-    Case('mmseg_train_in_locked_work_dir',
-         "mmseg's own tools/train.py in the work dir of a live run",
-         mmseg_train_in_locked_work_dir,
-         r'is in use by another training run \(pid PID', traceback_ok=True),
-    Case('lock_of_killed_run_with_live_workers',
-         'a resume right after kill -9 while its dataloader workers live',
-         take_over_lock_of_killed_run_with_live_workers,
-         rf'^pid {os.getpid()}: ', ok=True),
-    Case('stale_lock_taken_over',
-         'a run in a work dir whose previous run was killed with -9',
-         take_over_stale_lock, rf'^pid {os.getpid()}: ', ok=True),
+    Case(
+        'mmseg_train_in_locked_work_dir',
+        "mmseg's own tools/train.py in the work dir of a live run",
+        mmseg_train_in_locked_work_dir,
+        r'is in use by another training run \(pid PID',
+        traceback_ok=True),
+    Case(
+        'lock_of_killed_run_with_live_workers',
+        'a resume right after kill -9 while its dataloader workers live',
+        take_over_lock_of_killed_run_with_live_workers,
+        rf'^pid {os.getpid()}: ',
+        ok=True),
+    Case(
+        'stale_lock_taken_over',
+        'a run in a work dir whose previous run was killed with -9',
+        take_over_stale_lock,
+        rf'^pid {os.getpid()}: ',
+        ok=True),
     # ---- silently wrong 10: class-embedding tables
-    Case('table_duplicate_rows',
-         'a class-embedding table where two classes have the same vector',
-         read_table_with([[1, 0, 0], [0, 1, 0], [1, 0, 0]]),
-         r"1 pair\(s\) of classes have the same embedding vector: 'c0' "
-         r"\(row 0\) = 'c2' \(row 2\)"),
+    Case(
+        'table_duplicate_rows',
+        'a class-embedding table where two classes have the same vector',
+        read_table_with([[1, 0, 0], [0, 1, 0], [1, 0, 0]]),
+        r"1 pair\(s\) of classes have the same embedding vector: 'c0' "
+        r"\(row 0\) = 'c2' \(row 2\)"),
     Case('table_duplicate_names', 'a table listing a class name twice',
          read_table_with([[1, 0], [0, 1]], names=['sky', 'sky']),
          r"the class name\(s\) \['sky'\] appear more than once"),
-    Case('build_table_two_classes_one_word',
-         'build_class_embeddings.py --synonyms mapping kite to lamp',
-         build_table(synonyms={'kite': 'lamp'}),
-         r"build_class_embeddings: 1 pair\(s\) of classes have the same "
-         r"embedding vector: .*'kite' -> 'lamp'"),
+    Case(
+        'build_table_two_classes_one_word',
+        'build_class_embeddings.py --synonyms mapping kite to lamp',
+        build_table(synonyms={'kite': 'lamp'}),
+        r"build_class_embeddings: 1 pair\(s\) of classes have the same "
+        r"embedding vector: .*'kite' -> 'lamp'"),
     # ---- obscure: --synonyms files
     Case('synonyms_not_json', 'build_class_embeddings.py --synonyms with '
          'a trailing comma', build_table(synonyms_text=b'{"kite": "a",}'),
@@ -1242,29 +1358,33 @@ CASES = [
          'a number as words', build_table(synonyms={'kite': 3}),
          r"the words of 'kite' must be a non-empty string or a list"),
     Case('synonyms_not_utf8', 'build_class_embeddings.py --synonyms in '
-         'latin-1', build_table(synonyms_text='{"kite": "caf\xe9"}'.encode(
-             'latin-1')), r'not UTF-8 text'),
+         'latin-1',
+         build_table(synonyms_text='{"kite": "caf\xe9"}'.encode('latin-1')),
+         r'not UTF-8 text'),
     # ---- obscure: bad word-vector files
-    Case('vectors_ragged_rows', 'a word2vec text file with a short row',
-         build_from(vector_file('ragged.txt', _ragged), 'word2vec'),
-         r"Cannot read '\S*ragged\.txt' as word2vec word vectors \(.*\)\. "
-         r'Expected a word2vec text file'),
-    Case('vectors_empty_file', 'an empty word2vec text file',
-         build_from(vector_file('empty.txt', b''), 'word2vec'),
-         r"Cannot read '\S*empty\.txt' as word2vec word vectors \(it is "
-         r'empty'),
-    Case('vectors_text_as_binary', 'the start of a text file named as '
-         'word2vec_binary', build_from(vector_file('text.bin',
-                                                   lambda d: d[:200]),
-                                       'word2vec_binary'),
-         r"'\S*text\.bin' was given as word2vec_binary, but it is a "
-         r'word2vec text file .*name it \S*text\.bin:word2vec'),
-    Case('vectors_full_text_as_binary', 'a whole word2vec text file given '
-         'as word2vec_binary', build_from(vector_file('full.bin',
-                                                     lambda d: d),
-                                          'word2vec_binary'),
-         r"'\S*full\.bin' was given as word2vec_binary, but it is a "
-         r'word2vec text file'),
+    Case(
+        'vectors_ragged_rows', 'a word2vec text file with a short row',
+        build_from(vector_file('ragged.txt', _ragged), 'word2vec'),
+        r"Cannot read '\S*ragged\.txt' as word2vec word vectors \(.*\)\. "
+        r'Expected a word2vec text file'),
+    Case(
+        'vectors_empty_file', 'an empty word2vec text file',
+        build_from(vector_file('empty.txt', b''), 'word2vec'),
+        r"Cannot read '\S*empty\.txt' as word2vec word vectors \(it is "
+        r'empty'),
+    Case(
+        'vectors_text_as_binary', 'the start of a text file named as '
+        'word2vec_binary',
+        build_from(
+            vector_file('text.bin', lambda d: d[:200]), 'word2vec_binary'),
+        r"'\S*text\.bin' was given as word2vec_binary, but it is a "
+        r'word2vec text file .*name it \S*text\.bin:word2vec'),
+    Case(
+        'vectors_full_text_as_binary', 'a whole word2vec text file given '
+        'as word2vec_binary',
+        build_from(vector_file('full.bin', lambda d: d), 'word2vec_binary'),
+        r"'\S*full\.bin' was given as word2vec_binary, but it is a "
+        r'word2vec text file'),
     # ---- silently wrong 11 / obscure: calibration_sweep and temperature
     Case('calibration_sweep_string', "GZSLIoUMetric(calibration_sweep='05')",
          build_metric(calibration_sweep='05'),
@@ -1280,16 +1400,19 @@ CASES = [
          "GZSLIoUMetric(calibration_sweep=['low', 'high'])",
          build_metric(calibration_sweep=['low', 'high']),
          r"calibration_sweep\[0\] is 'low' \(a str\), not a number"),
-    Case('calibration_sweep_fine', 'GZSLIoUMetric(calibration_sweep='
-         '(0, 0.5, 1)) (control)', build_metric(calibration_sweep=(0, .5, 1)),
-         '', ok=True),
-    Case('temperature_string', "self_train stage temperature='abc'",
-         build_plan_with(name='self_train', iters=1, temperature='abc'),
-         r"stages\[1\] \(self_train\): temperature must be a number > 0, "
-         r"got 'abc' \(a str\)"),
+    Case(
+        'calibration_sweep_fine', 'GZSLIoUMetric(calibration_sweep='
+        '(0, 0.5, 1)) (control)',
+        build_metric(calibration_sweep=(0, .5, 1)),
+        '',
+        ok=True),
+    Case(
+        'temperature_string', "self_train stage temperature='abc'",
+        build_plan_with(name='self_train', iters=1, temperature='abc'),
+        r"stages\[1\] \(self_train\): temperature must be a number > 0, "
+        r"got 'abc' \(a str\)"),
     Case('temperature_nan', "self_train stage temperature=float('nan')",
-         build_plan_with(name='self_train', iters=1,
-                         temperature=float('nan')),
+         build_plan_with(name='self_train', iters=1, temperature=float('nan')),
          r'temperature must be a finite number > 0, got nan'),
     Case('top_p_string', "self_train stage top_p='75'",
          build_plan_with(name='self_train', iters=1, mode='ST', top_p='75'),

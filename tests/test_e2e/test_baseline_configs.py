@@ -6,10 +6,8 @@ import os.path as osp
 import numpy as np
 import pytest
 import torch
+from e2e_utils import REPO, last_metrics, run_tool, toy_workspace, write_config
 from mmengine.config import Config
-
-from e2e_utils import (REPO, last_metrics, run_tool, toy_workspace,
-                       write_config)
 from mmseg.registry import MODELS
 from test_configs import run_every_stage
 
@@ -45,16 +43,21 @@ def test_paper_baselines_build_on_signs_data(method, dataset, tmp_path):
     assert cfg.model.data_preprocessor == sign.model.data_preprocessor
     if method != 'spnet':
         plan = cfg.train_cfg['stages']
-        assert [s['iters'] for s in plan] == [
-            s['iters'] for s in sign.train_cfg['stages']]
+        assert [s['iters'] for s in plan
+                ] == [s['iters'] for s in sign.train_cfg['stages']]
         assert cfg.train_cfg.type == 'StagePlanTrainLoop'
         assert 'max_iters' not in cfg.train_cfg
-    names = getattr(class_names, dict(
-        voc='VOC20_CLASSES', context='CONTEXT33_CLASSES',
-        cocostuff='COCOSTUFF171_CLASSES')[dataset])
+    names = getattr(
+        class_names,
+        dict(
+            voc='VOC20_CLASSES',
+            context='CONTEXT33_CLASSES',
+            cocostuff='COCOSTUFF171_CLASSES')[dataset])
     table = str(tmp_path / 'table.npz')
-    save_class_embeddings(table, names, np.random.default_rng(0).normal(
-        size=(len(names), 600)).astype(np.float32))
+    save_class_embeddings(
+        table, names,
+        np.random.default_rng(0).normal(size=(len(names),
+                                              600)).astype(np.float32))
     head.class_embeddings = table
     cfg.model.pretrained = None
     model = MODELS.build(cfg.model)
@@ -92,21 +95,25 @@ param_scheduler = dict(segmentor=[
 default_hooks = dict(checkpoint=dict(interval=7), logger=dict(interval=1))
 """
 SHORT = {
-    'spnet_toy.py': """
+    'spnet_toy.py':
+    """
 param_scheduler = [dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0,
                         end=6, by_epoch=False)]
 train_cfg = dict(max_iters=6, val_interval=6)
 default_hooks = dict(checkpoint=dict(interval=6), logger=dict(interval=1))
 """,
-    'zs3net_toy_st.py': SHORT_PLAN.format(
+    'zs3net_toy_st.py':
+    SHORT_PLAN.format(
         transfer="mode='classifier', real_weight=1.0, synth_weight=1.0",
         self_train="mode='ST', top_p=75.0"),
-    'cagnet_toy_st.py': SHORT_PLAN.format(
+    'cagnet_toy_st.py':
+    SHORT_PLAN.format(
         transfer="mode='alternate', block_iters=1",
         self_train="mode='ST_topk', top_k=1"),
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', sorted(SHORT))
 def test_toy_baseline_trains_and_tests(name, workspace):
     """tools/train.py runs the shipped toy config (shortened) to the end and
@@ -119,13 +126,15 @@ def test_toy_baseline_trains_and_tests(name, workspace):
     assert 'hIoU' in out and osp.exists(osp.join(wd, f'iter_{last}.pth'))
     if name != 'spnet_toy.py':
         assert "stage 'self_train' (3/3)" in out
-    state = torch.load(osp.join(wd, f'iter_{last}.pth'),
-                       map_location='cpu')['state_dict']
+    state = torch.load(
+        osp.join(wd, f'iter_{last}.pth'), map_location='cpu')['state_dict']
     assert not [k for k in state if 'discriminator' in k] or \
         name.startswith('cagnet')
     test_wd = str(workspace / f'test_{name[:-3]}')
-    out = run_tool(['test.py', cfg, osp.join(wd, f'iter_{last}.pth'),
-                    '--work-dir', test_wd], workspace)
+    out = run_tool([
+        'test.py', cfg,
+        osp.join(wd, f'iter_{last}.pth'), '--work-dir', test_wd
+    ], workspace)
     metrics = last_metrics(test_wd)
     assert {'mIoU_seen', 'mIoU_unseen', 'hIoU'} <= set(metrics)
     assert '| Split  |' in out and 'unseen' in out

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
-
 from mmseg.registry import MODELS, OPTIM_WRAPPER_CONSTRUCTORS
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -45,14 +44,14 @@ def toy_batch(n=2, size=64, num_classes=10):
     g = torch.Generator().manual_seed(0)
     inputs, samples = [], []
     for _ in range(n):
-        inputs.append(torch.randint(0, 255, (3, size, size), generator=g,
-                                    dtype=torch.uint8))
+        inputs.append(
+            torch.randint(
+                0, 255, (3, size, size), generator=g, dtype=torch.uint8))
         # the last class is the unseen one (run_every_stage): never labelled
-        label = torch.randint(0, num_classes - 1, (1, size, size),
-                              generator=g)
+        label = torch.randint(0, num_classes - 1, (1, size, size), generator=g)
         sample = SegDataSample(gt_sem_seg=PixelData(data=label))
-        sample.set_metainfo(dict(img_shape=(size, size),
-                                 ori_shape=(size, size)))
+        sample.set_metainfo(
+            dict(img_shape=(size, size), ori_shape=(size, size)))
         samples.append(sample)
     return dict(inputs=inputs, data_samples=samples)
 
@@ -72,8 +71,9 @@ def run_every_stage(cfg, emb_path, size=64, num_classes=10):
         dict(type=optim_cfg.pop('constructor'), optim_wrapper_cfg=optim_cfg))(
             model)
     model.train()
-    stages = [stage_options(i, s)
-              for i, s in enumerate(cfg.train_cfg['stages'])]
+    stages = [
+        stage_options(i, s) for i, s in enumerate(cfg.train_cfg['stages'])
+    ]
     for stage in stages:
         opts = {k: v for k, v in stage.items() if k not in ('name', 'iters')}
         model.set_stage(stage['name'], **opts)
@@ -102,9 +102,12 @@ def paper_config(dataset, variant, tmp_path):
     from mmseg_sign.embeddings import save_class_embeddings
     cfg = Config.fromfile(
         osp.join(REPO, 'configs', 'sign', f'sign_{dataset}{variant}.py'))
-    names = getattr(class_names, dict(
-        voc='VOC20_CLASSES', context='CONTEXT33_CLASSES',
-        cocostuff='COCOSTUFF171_CLASSES')[dataset])
+    names = getattr(
+        class_names,
+        dict(
+            voc='VOC20_CLASSES',
+            context='CONTEXT33_CLASSES',
+            cocostuff='COCOSTUFF171_CLASSES')[dataset])
     vectors = np.random.default_rng(0).normal(size=(len(names), 600))
     path = str(tmp_path / 'table.npz')
     save_class_embeddings(path, names, vectors.astype(np.float32))
@@ -113,30 +116,40 @@ def paper_config(dataset, variant, tmp_path):
     return cfg, len(names)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('dataset', ['voc', 'context', 'cocostuff'])
 def test_paper_config_steps_every_stage(dataset, tmp_path):
     """The paper-size model (R101, 600-d) with the authors' recipe (frozen
     backbone BN, multi-scale CE, shared trunk, alternating transfer, AST)
     steps every stage on a small input."""
     cfg, num_classes = paper_config(dataset, '_ast', tmp_path)
-    before = {k: v.clone() for k, v in MODELS.build(
-        cfg.model).backbone.state_dict().items() if 'running' in k}
-    model = run_every_stage(cfg, cfg.model.decode_head.class_embeddings,
-                            size=40, num_classes=num_classes)
+    before = {
+        k: v.clone()
+        for k, v in MODELS.build(cfg.model).backbone.state_dict().items()
+        if 'running' in k
+    }
+    model = run_every_stage(
+        cfg,
+        cfg.model.decode_head.class_embeddings,
+        size=40,
+        num_classes=num_classes)
     assert model.backbone.norm_eval
     # frozen BN: statistics unchanged and no affine parameter trains
     for k, v in model.backbone.state_dict().items():
         if 'running' in k:
             torch.testing.assert_close(v, before[k])
-    norms = [m for m in model.backbone.modules()
-             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    norms = [
+        m for m in model.backbone.modules()
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+    ]
     assert norms and not any(p.requires_grad for m in norms
                              for p in m.parameters())
 
 
-@pytest.mark.parametrize('dataset, rate, unseen_share, synth_weight', [
-    ('voc', 9, 0.77, 0.125), ('context', 14, 0.67, 0.125),
-    ('cocostuff', 59, 0.85, 1.0)])
+@pytest.mark.parametrize('dataset, rate, unseen_share, synth_weight',
+                         [('voc', 9, 0.77, 0.125),
+                          ('context', 14, 0.67, 0.125),
+                          ('cocostuff', 59, 0.85, 1.0)])
 def test_paper_configs_hold_the_authors_recipe(dataset, rate, unseen_share,
                                                synth_weight, tmp_path):
     from mmseg_sign.structures.stage_plan import stage_options
@@ -146,8 +159,9 @@ def test_paper_configs_hold_the_authors_recipe(dataset, rate, unseen_share,
     unseen = {'voc': 5, 'context': 4, 'cocostuff': 15}[dataset]
     share = unseen * (1 + rate) / (num_classes - unseen + unseen * (1 + rate))
     assert share == pytest.approx(unseen_share, abs=0.005)
-    stages = [stage_options(i, s)
-              for i, s in enumerate(cfg.train_cfg['stages'])]
+    stages = [
+        stage_options(i, s) for i, s in enumerate(cfg.train_cfg['stages'])
+    ]
     assert [s['name'] for s in stages] == ['train', 'transfer', 'self_train']
     assert stages[1]['mode'] == 'alternate'
     assert stages[1]['synth_weight'] == synth_weight
@@ -184,18 +198,27 @@ def test_paper_configs_hold_the_authors_recipe(dataset, rate, unseen_share,
     # self-training optimizers (CaGNet configs_st_voc.yaml): E, SIM SGD 5e-5
     # with the same multipliers; D (+ C) Adam 1e-4; G Adam 5e-5; every Adam
     # with torch's default betas, as the released trainer builds them
-    st = {names[id(p)]: g['lr'] / 5e-5
-          for g in ow['self_train'].optimizer.param_groups
-          for p in g['params']}
-    assert {n: m for n, m in st.items()} == pytest.approx(
-        {n: m for n, (m, _) in seen.items()})
-    lr = {key: ow[key].optimizer.param_groups[0]['lr']
-          for key in ('self_train_generator', 'self_train_discriminator')}
-    assert lr == {'self_train_generator': 5e-5,
-                  'self_train_discriminator': 1e-4}
-    heads = {names[id(p)].split('.')[1]
-             for g in ow['self_train_discriminator'].optimizer.param_groups
-             for p in g['params']}
+    st = {
+        names[id(p)]: g['lr'] / 5e-5
+        for g in ow['self_train'].optimizer.param_groups for p in g['params']
+    }
+    assert {n: m
+            for n, m in st.items()
+            } == pytest.approx({n: m
+                                for n, (m, _) in seen.items()})
+    lr = {
+        key: ow[key].optimizer.param_groups[0]['lr']
+        for key in ('self_train_generator', 'self_train_discriminator')
+    }
+    assert lr == {
+        'self_train_generator': 5e-5,
+        'self_train_discriminator': 1e-4
+    }
+    heads = {
+        names[id(p)].split('.')[1]
+        for g in ow['self_train_discriminator'].optimizer.param_groups
+        for p in g['params']
+    }
     assert heads == {'discriminator', 'trunk', 'conv_seg'}
     for key, wrapper in ow.items():
         if isinstance(wrapper.optimizer, torch.optim.Adam):
@@ -218,8 +241,10 @@ def config_file_assignments(path):
     return names, [bases] if isinstance(bases, str) else bases
 
 
-SCHEDULE_KEYS = {'stages', 'optim_wrapper', 'param_scheduler', 'train_cfg',
-                 'val_cfg', 'test_cfg', 'custom_hooks', 'default_hooks'}
+SCHEDULE_KEYS = {
+    'stages', 'optim_wrapper', 'param_scheduler', 'train_cfg', 'val_cfg',
+    'test_cfg', 'custom_hooks', 'default_hooks'
+}
 
 
 @pytest.mark.parametrize('name, model_base, schedule_base', [
@@ -236,8 +261,7 @@ SCHEDULE_KEYS = {'stages', 'optim_wrapper', 'param_scheduler', 'train_cfg',
      'sign_lite0_camvid_1200_400_400.py'),
     ('baselines/zs3net_lite0_camvid-480x360.py', 'zs3net_lite0_mlp-fusion.py',
      'sign_lite0_camvid_1200_400_400.py'),
-    ('baselines/zs3net_voc.py', 'zs3net_deeplabv2_r101.py',
-     'sign_40k_6k.py'),
+    ('baselines/zs3net_voc.py', 'zs3net_deeplabv2_r101.py', 'sign_40k_6k.py'),
     ('baselines/zs3net_context.py', 'zs3net_deeplabv2_r101.py',
      'sign_context_40k_10k.py'),
     ('baselines/zs3net_cocostuff.py', 'zs3net_deeplabv2_r101.py',
@@ -263,8 +287,8 @@ def test_run_configs_are_composed_of_bases(name, model_base, schedule_base):
     assert any('/datasets/' in b for b in bases), bases
     assert len(bases) == 4, bases
     cfg = Config.fromfile(path)  # resolved
-    own = Config.fromfile(osp.join(
-        REPO, 'configs', '_base_', 'models', model_base)).model
+    own = Config.fromfile(
+        osp.join(REPO, 'configs', '_base_', 'models', model_base)).model
     for part in ('backbone', 'neck'):
         assert cfg.model[part] == own[part], part
     if name.startswith('sign/') and 'ade20k' not in name:
@@ -325,9 +349,9 @@ def test_stage_lengths_have_one_home():
                 restating.append(osp.relpath(path, REPO))
     assert not restating, restating
     # and the plans still read as before: Context ST = 40k + 10k + 7k
-    ctx = Config.fromfile(osp.join(REPO, 'configs', 'baselines',
-                                   'zs3net_context_st.py'))
-    assert [(s['name'], s['iters'], s.get('mode'))
-            for s in ctx.train_cfg['stages']] == [
-        ('train', 40000, None), ('transfer', 10000, 'classifier'),
-        ('self_train', 7000, 'ST')]
+    ctx = Config.fromfile(
+        osp.join(REPO, 'configs', 'baselines', 'zs3net_context_st.py'))
+    assert [
+        (s['name'], s['iters'], s.get('mode')) for s in ctx.train_cfg['stages']
+    ] == [('train', 40000, None), ('transfer', 10000, 'classifier'),
+          ('self_train', 7000, 'ST')]

@@ -7,21 +7,30 @@ import sys
 
 import numpy as np
 import pytest
+import tool_server
 import torch
+from e2e_utils import REPO, last_metrics, run_tool, toy_workspace, write_config
 from mmengine.config import Config
 
-import tool_server
-from e2e_utils import (REPO, last_metrics, run_tool, toy_workspace,
-                       write_config)
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
 
 TABLE = 'data/toy/class_embeddings.npz'  # the config's relative path
 
 
 def _head_cfg(path, **kw):
-    return dict(type='SIGNHead', in_channels=8, channels=8, num_classes=5,
-                class_embeddings=path, latent_channels=4,
-                generator_hidden=(16, ), generator_dropout=0.1,
-                discriminator_hidden=(16, ), trunk_channels=16, **kw)
+    return dict(
+        type='SIGNHead',
+        in_channels=8,
+        channels=8,
+        num_classes=5,
+        class_embeddings=path,
+        latent_channels=4,
+        generator_hidden=(16, ),
+        generator_dropout=0.1,
+        discriminator_hidden=(16, ),
+        trunk_channels=16,
+        **kw)
 
 
 def test_missing_table_waits_for_the_checkpoint(tmp_path, embedding_table):
@@ -53,9 +62,10 @@ def deploy(tmp_path_factory, toy_root):
     from mmseg.apis import inference_model
     from mmseg.registry import MODELS
     ws = toy_workspace(tmp_path_factory, toy_root, 'deploy_ws')
-    cfg_path = write_config(ws / 'sign.py', 'configs/sign/sign_toy.py',
-                            f'model = dict(decode_head=dict('
-                            f'class_embeddings={TABLE!r}))')
+    cfg_path = write_config(
+        ws / 'sign.py', 'configs/sign/sign_toy.py',
+        f'model = dict(decode_head=dict('
+        f'class_embeddings={TABLE!r}))')
     cfg = Config.fromfile(cfg_path)
     cwd = os.getcwd()
     os.chdir(ws)
@@ -72,29 +82,37 @@ def deploy(tmp_path_factory, toy_root):
     model.cfg = cfg
     model.eval()
     img = sorted((ws / 'data' / 'toy' / 'JPEGImages').iterdir())[0]
-    cfg.test_pipeline = [t for t in cfg.test_pipeline
-                         if t['type'] != 'CheckSegLabels']
+    cfg.test_pipeline = [
+        t for t in cfg.test_pipeline if t['type'] != 'CheckSegLabels'
+    ]
     pred = inference_model(model, str(img)).pred_sem_seg.data.numpy()
     state = model.state_dict()
     ckpt = str(ws / 'iter_1000.pth')
-    torch.save(dict(
-        meta=dict(dataset_meta=dict(classes=tuple(TOY_CLASSES),
-                                    unseen_classes=tuple(unseen)),
-                  experiment_name='toy', seed=0, iter=1000,
-                  mmseg_version='1.2.2', cfg=cfg.pretty_text,
-                  hook_msgs=dict(last_ckpt='x')),
-        state_dict=state,
-        optimizer=dict(segmentor=dict(state={}, param_groups=[])),
-        param_schedulers=[],
-        message_hub=dict(log_scalars={}),
-        sign_teacher={k: v.clone() for k, v in state.items()}), ckpt)
+    torch.save(
+        dict(
+            meta=dict(
+                dataset_meta=dict(
+                    classes=tuple(TOY_CLASSES), unseen_classes=tuple(unseen)),
+                experiment_name='toy',
+                seed=0,
+                iter=1000,
+                mmseg_version='1.2.2',
+                cfg=cfg.pretty_text,
+                hook_msgs=dict(last_ckpt='x')),
+            state_dict=state,
+            optimizer=dict(segmentor=dict(state={}, param_groups=[])),
+            param_schedulers=[],
+            message_hub=dict(log_scalars={}),
+            sign_teacher={k: v.clone()
+                          for k, v in state.items()}), ckpt)
     return ws, cfg_path, ckpt, str(img), pred, model
 
 
 @pytest.fixture(scope='module')
 def published(deploy):
     ws, _, ckpt, *_ = deploy
-    out = run_tool(['publish_model.py', ckpt, str(ws / 'pub' / 'sign.pth')],
+    out = run_tool(['publish_model.py', ckpt,
+                    str(ws / 'pub' / 'sign.pth')],
                    cwd=str(ws))
     path = out.strip().splitlines()[-1]
     return path, out
@@ -115,9 +133,9 @@ def test_publish_model(deploy, published):
     pub = torch.load(path, map_location='cpu', weights_only=True)
     assert set(pub) == {'state_dict', 'meta'}
     keys = set(pub['state_dict'])
-    assert not any(k.startswith(('decode_head.generator.',
-                                 'decode_head.discriminator.'))
-                   for k in keys)
+    assert not any(
+        k.startswith(('decode_head.generator.', 'decode_head.discriminator.'))
+        for k in keys)
     for key in ('decode_head.trunk.0.weight', 'decode_head.conv_seg.weight',
                 'decode_head.class_embedding', 'decode_head.unseen_mask'):
         assert key in keys
@@ -170,9 +188,13 @@ def test_init_model_from_any_directory(tmp_path, deploy, published):
     out = str(tmp_path / 'preds.npy')
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
     proc = tool_server.run(
-        [sys.executable, str(script), cfg_path, img, out, ckpt,
-         published[0]], cwd=str(empty), env=env, capture_output=True,
-        text=True, timeout=300)
+        [sys.executable,
+         str(script), cfg_path, img, out, ckpt, published[0]],
+        cwd=str(empty),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert 'will come from the checkpoint' in proc.stdout + proc.stderr
     preds = np.load(out)
@@ -183,8 +205,9 @@ def test_init_model_from_any_directory(tmp_path, deploy, published):
 def test_tools_test_tta_with_published_checkpoint(deploy, published):
     ws, cfg_path, *_ = deploy
     work_dir = str(ws / 'wd_tta')
-    run_tool(['test.py', cfg_path, published[0], '--tta',
-                    '--work-dir', work_dir], cwd=str(ws))
+    run_tool(
+        ['test.py', cfg_path, published[0], '--tta', '--work-dir', work_dir],
+        cwd=str(ws))
     # rc 0: the strict check passed (mmengine's lenient loader still
     # warns about the G / D keys a published checkpoint leaves out)
     assert 'TestTimeAug' in Config.fromfile(cfg_path).pretty_text
@@ -198,8 +221,10 @@ def test_tta_pipeline_in_every_dataset_base():
         cfg = Config.fromfile(path)
         assert cfg.tta_pipeline[1]['type'] == 'TestTimeAug', path
         kinds = [t[0]['type'] for t in cfg.tta_pipeline[1]['transforms']]
-        assert kinds == ['Resize', 'RandomFlip', 'LoadAnnotations',
-                         'CheckSegLabels', 'PackSegInputs'], path
+        assert kinds == [
+            'Resize', 'RandomFlip', 'LoadAnnotations', 'CheckSegLabels',
+            'PackSegInputs'
+        ], path
     cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
     assert cfg.tta_model.type == 'SegTTAModel'
 
@@ -231,8 +256,11 @@ def test_inference_apis_check_the_split(deploy):
         assert 'allow_split_change=True' in msg
         with pytest.raises(ValueError, match='unseen_mask'):
             MMSegInferencer(model=moved, weights=ckpt, device='cpu')
-        model = init_model(moved, ckpt, device='cpu',
-                           cfg_options=dict(allow_split_change=True))
+        model = init_model(
+            moved,
+            ckpt,
+            device='cpu',
+            cfg_options=dict(allow_split_change=True))
         assert model.decode_head.unseen_mask.sum() == len(TOY_UNSEEN)
     finally:
         os.chdir(cwd)

@@ -9,31 +9,45 @@ import subprocess
 import sys
 import time
 
+import pytest
 from e2e_utils import REPO
+
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
 
 SCRIPT = osp.join(REPO, 'tools', 'analysis', 'gpu_check.sh')
 
 
 def _env(tmp_path, data):
-    return dict(os.environ, SMOKE='1', PY=sys.executable, DATA=str(data),
-                WORK=str(tmp_path / 'work'), PYTHONWARNINGS='ignore')
+    return dict(
+        os.environ,
+        SMOKE='1',
+        PY=sys.executable,
+        DATA=str(data),
+        WORK=str(tmp_path / 'work'),
+        PYTHONWARNINGS='ignore')
 
 
 def _descendants_running(marker):
     """Processes whose command line holds ``marker`` (the work folder)."""
     out = subprocess.run(['ps', '-ww', '-eo', 'pid,args'],
-                         capture_output=True, text=True).stdout
-    return [line for line in out.splitlines()[1:]
-            if marker in line and 'ps -ww' not in line]
+                         capture_output=True,
+                         text=True).stdout
+    return [
+        line for line in out.splitlines()[1:]
+        if marker in line and 'ps -ww' not in line
+    ]
 
 
 def test_stopping_the_script_stops_its_steps(tmp_path):
     from mmseg_sign.analysis.toy_data import make_toy_dataset
     data = tmp_path / 'data0'  # as the script's DATA is made (small)
-    make_toy_dataset(str(data), num_train=24, num_val=8, val_size=(96, 96),
-                     seed=0)
-    proc = subprocess.Popen(['bash', SCRIPT], env=_env(tmp_path, data),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    make_toy_dataset(
+        str(data), num_train=24, num_val=8, val_size=(96, 96), seed=0)
+    proc = subprocess.Popen(['bash', SCRIPT],
+                            env=_env(tmp_path, data),
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT,
                             text=True)
     work = str(tmp_path / 'work')
     out = tmp_path / 'work-smoke' / 'out'
@@ -60,8 +74,9 @@ def test_stopping_the_script_stops_its_steps(tmp_path):
     # what a device tool brings back: a few files, the report whole
     # (issue 39: ten and more files before, and a tool that returns 8
     # dropped the toy's runs)
-    assert {p.name for p in out.iterdir()} <= {
-        'report.md', 'parity.json', 'toy.json'}
+    assert {p.name
+            for p in out.iterdir()
+            } <= {'report.md', 'parity.json', 'toy.json'}
     report = (out / 'report.md').read_text()
     for part in ('## versions', '## steps', '## parity',
                  '| term | max rel. diff cpu:float32 vs cpu:float64'):
@@ -71,7 +86,9 @@ def test_stopping_the_script_stops_its_steps(tmp_path):
 def test_missing_toy_data_is_an_error(tmp_path):
     proc = subprocess.run(['bash', SCRIPT],
                           env=_env(tmp_path, tmp_path / 'nowhere'),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True,
+                          text=True,
+                          timeout=120)
     assert proc.returncode == 1
     assert 'holds no toy data (class_embeddings.npz); make it' in \
         proc.stdout + proc.stderr

@@ -35,8 +35,9 @@ def zoo_summary(stored):
     """The README model zoo's cell for runs: seen / unseen / harmonic mIoU,
     each mean ± 95 % CI."""
     from mmseg_sign.analysis.stats import mean_ci
-    return ' / '.join(str(mean_ci([r[k] for r in stored]))
-                      for k in ('mIoU_seen', 'mIoU_unseen', 'hIoU'))
+    return ' / '.join(
+        str(mean_ci([r[k] for r in stored]))
+        for k in ('mIoU_seen', 'mIoU_unseen', 'hIoU'))
 
 
 def test_metafile_entries_exist_and_release_no_weights():
@@ -68,8 +69,9 @@ def test_card_and_metafile_list_the_same_configs_and_numbers():
         if 'Results' not in model:
             continue
         metrics = model['Results'][0]['Metrics']
-        want = [f"{metrics[k]:.2f}"
-                for k in ('mIoU_seen', 'mIoU_unseen', 'hIoU')]
+        want = [
+            f"{metrics[k]:.2f}" for k in ('mIoU_seen', 'mIoU_unseen', 'hIoU')
+        ]
         # the card's cells: "mean ± std"; the metafile holds the means
         means = [[c.split(' ± ')[0] for c in cells[4:7]]
                  for cells in rows[path]]
@@ -101,9 +103,11 @@ def test_baselines_metafile_lists_every_baseline_config():
         listed.add(model['Config'])
     # not Table 1 methods: the supervised reference points (the toy FCN,
     # CamVid's fully supervised ceiling)
-    shipped = {osp.relpath(p, REPO) for p in glob.glob(osp.join(
-        REPO, 'configs', 'baselines', '*.py'))
-        if 'fcn' not in p and 'supervised' not in p}
+    shipped = {
+        osp.relpath(p, REPO)
+        for p in glob.glob(osp.join(REPO, 'configs', 'baselines', '*.py'))
+        if 'fcn' not in p and 'supervised' not in p
+    }
     assert listed == shipped
 
 
@@ -112,20 +116,25 @@ def test_baselines_toy_results_are_the_stored_runs_means():
     the runs kept in docs/toy_runs/protocol_data0.json (training seeds
     0-9, data seed 0), recomputed here from the runs themselves."""
     import json
-    runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
-                                   'protocol_data0.json')))
-    meta = yaml.safe_load(open(osp.join(REPO, 'configs', 'baselines',
-                                        'metafile.yml')))
-    stage = dict(spnet_toy='end', zs3net_toy_st='self_train',
-                 cagnet_toy_st='self_train')
+    runs = json.load(
+        open(osp.join(REPO, 'docs', 'toy_runs', 'protocol_data0.json')))
+    meta = yaml.safe_load(
+        open(osp.join(REPO, 'configs', 'baselines', 'metafile.yml')))
+    stage = dict(
+        spnet_toy='end',
+        zs3net_toy_st='self_train',
+        cagnet_toy_st='self_train')
     # the Lite0 entries: test_camvid_imagenet_metafile_follows_the_stored_runs
-    with_results = {m['Name']: m['Results'][0]['Metrics']
-                    for m in meta['Models'] if 'Results' in m
-                    and m['Name'] not in LITE0_SOURCES}
+    with_results = {
+        m['Name']: m['Results'][0]['Metrics']
+        for m in meta['Models']
+        if 'Results' in m and m['Name'] not in LITE0_SOURCES
+    }
     assert set(with_results) == set(stage)
     for name, metrics in with_results.items():
-        assert_means(metrics, [runs[f'{name}/0/{s}'][stage[name]]
-                               for s in range(10)], name)
+        assert_means(metrics,
+                     [runs[f'{name}/0/{s}'][stage[name]] for s in range(10)],
+                     name)
 
 
 GPU_CHECKS = {  # stored runs → (A, B, stage, the difference quoted)
@@ -147,10 +156,11 @@ def test_gpu_claims_are_the_stored_runs(stored):
     claim that the GPU machine's CPU runs equal the protocol's CPU runs
     value for value."""
     import json
+
     from mmseg_sign.analysis.stats import paired_difference
     runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs', stored)))
-    protocol = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
-                                       'protocol_data0.json')))
+    protocol = json.load(
+        open(osp.join(REPO, 'docs', 'toy_runs', 'protocol_data0.json')))
     doc = open(osp.join(REPO, 'docs', 'gpu.md')).read()
 
     def h(stem, stage):
@@ -176,17 +186,19 @@ def test_camvid_results_are_the_stored_runs_means():
     two stages, the same run). docs/camvid.md quotes the paired SIGN + AST
     − ZS3 + ST difference that the runs give."""
     import json
+
     from mmseg_sign.analysis.stats import paired_difference
-    runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
-                                   'camvid_protocol.json')))
+    runs = json.load(
+        open(osp.join(REPO, 'docs', 'toy_runs', 'camvid_protocol.json')))
     meta = {m['Name']: m for m in yaml.safe_load(open(META))['Models']}
-    source = {'sign_camvid': ('sign_camvid', 'self_train'),
-              'sign_camvid_st': ('sign_camvid_st', 'self_train'),
-              'sign_camvid_transfer-only': ('sign_camvid', 'transfer')}
+    source = {
+        'sign_camvid': ('sign_camvid', 'self_train'),
+        'sign_camvid_st': ('sign_camvid_st', 'self_train'),
+        'sign_camvid_transfer-only': ('sign_camvid', 'transfer')
+    }
     for name, (stem, stage) in source.items():
         assert_means(meta[name]['Results'][0]['Metrics'],
-                     [runs[f'{stem}/own/{s}'][stage] for s in range(5)],
-                     name)
+                     [runs[f'{stem}/own/{s}'][stage] for s in range(5)], name)
     # sign_camvid_st trains sign_camvid's first two stages to the bit
     for s in range(5):
         assert runs[f'sign_camvid_st/own/{s}']['transfer'] == \
@@ -195,8 +207,9 @@ def test_camvid_results_are_the_stored_runs_means():
     def h(stem, stage):
         return [runs[f'{stem}/own/{s}'][stage]['hIoU'] for s in range(5)]
 
-    d = paired_difference(h('sign_camvid', 'self_train'),
-                          h('zs3net_camvid_st', 'self_train')).diff
+    d = paired_difference(
+        h('sign_camvid', 'self_train'), h('zs3net_camvid_st',
+                                          'self_train')).diff
     quoted = f'{d.mean:+.2f} ± {d.half:.2f}'.replace('-', '−')
     assert quoted in open(osp.join(REPO, 'docs', 'camvid.md')).read(), \
         quoted
@@ -208,9 +221,10 @@ def test_camvid_imagenet_ceiling_is_the_stored_runs():
     0-4 on val) each reach 55 mIoU with no class below 10 IoU, and the
     means docs/camvid.md and the README quote are theirs."""
     import json
+
     from mmseg_sign.analysis.stats import mean_ci
-    runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
-                                   'camvid_lite0_ceiling.json')))
+    runs = json.load(
+        open(osp.join(REPO, 'docs', 'toy_runs', 'camvid_lite0_ceiling.json')))
     stem = 'supervised_lite0_camvid-480x360'
     ends = [runs[f'{stem}/own/{s}']['end'] for s in range(5)]
     classes = [k for k in ends[0] if k.startswith('IoU.')]
@@ -234,21 +248,25 @@ def test_camvid_imagenet_comparison_quotes_the_stored_runs():
     recomputed here with tools/toy_table.py's markdown; a seed stored
     without the doc's table following it fails here."""
     import json
+
     from mmseg_sign.analysis.toy_markdown import comparison, table
     runs = {}
     for name in ('camvid_lite0_protocol.json', 'camvid_lite0_ceiling.json'):
-        runs.update(json.load(open(osp.join(REPO, 'docs', 'toy_runs',
-                                             name))))
-    rows = {'SPNet': ('spnet_lite0_camvid-480x360', 'end'),
-            'ZS3': ('zs3net_lite0_camvid-480x360_st', 'transfer'),
-            'ZS3 + ST': ('zs3net_lite0_camvid-480x360_st', 'self_train'),
-            'CaGNet': ('cagnet_lite0_camvid-480x360_st', 'transfer'),
-            'CaGNet + ST': ('cagnet_lite0_camvid-480x360_st', 'self_train'),
-            'SIGN': ('sign_lite0_camvid-480x360', 'transfer'),
-            'SIGN + ST': ('sign_lite0_camvid-480x360_st', 'self_train'),
-            'SIGN + AST': ('sign_lite0_camvid-480x360', 'self_train')}
-    seeds = [s for s in range(10) if all(
-        f'{stem}/own/{s}' in runs for stem, _ in rows.values())]
+        runs.update(json.load(open(osp.join(REPO, 'docs', 'toy_runs', name))))
+    rows = {
+        'SPNet': ('spnet_lite0_camvid-480x360', 'end'),
+        'ZS3': ('zs3net_lite0_camvid-480x360_st', 'transfer'),
+        'ZS3 + ST': ('zs3net_lite0_camvid-480x360_st', 'self_train'),
+        'CaGNet': ('cagnet_lite0_camvid-480x360_st', 'transfer'),
+        'CaGNet + ST': ('cagnet_lite0_camvid-480x360_st', 'self_train'),
+        'SIGN': ('sign_lite0_camvid-480x360', 'transfer'),
+        'SIGN + ST': ('sign_lite0_camvid-480x360_st', 'self_train'),
+        'SIGN + AST': ('sign_lite0_camvid-480x360', 'self_train')
+    }
+    seeds = [
+        s for s in range(10)
+        if all(f'{stem}/own/{s}' in runs for stem, _ in rows.values())
+    ]
     assert seeds == list(range(len(seeds))) and len(seeds) >= 2, seeds
     rows['Supervised (ceiling)'] = ('supervised_lite0_camvid-480x360', 'end')
     doc = open(osp.join(REPO, 'docs', 'camvid.md'), encoding='utf-8').read()
@@ -276,15 +294,15 @@ def test_camvid_imagenet_comparison_quotes_the_stored_runs():
 #: run and stage their Results are the means of
 LITE0_SOURCES = {
     'sign_lite0_camvid-480x360': ('sign_lite0_camvid-480x360', 'self_train'),
-    'sign_lite0_camvid-480x360_st': ('sign_lite0_camvid-480x360_st',
-                                     'self_train'),
-    'sign_lite0_camvid-480x360_transfer-only': ('sign_lite0_camvid-480x360',
-                                                'transfer'),
+    'sign_lite0_camvid-480x360_st':
+    ('sign_lite0_camvid-480x360_st', 'self_train'),
+    'sign_lite0_camvid-480x360_transfer-only':
+    ('sign_lite0_camvid-480x360', 'transfer'),
     'spnet_lite0_camvid-480x360': ('spnet_lite0_camvid-480x360', 'end'),
-    'zs3net_lite0_camvid-480x360': ('zs3net_lite0_camvid-480x360_st',
-                                    'transfer'),
-    'zs3net_lite0_camvid-480x360_st': ('zs3net_lite0_camvid-480x360_st',
-                                       'self_train'),
+    'zs3net_lite0_camvid-480x360':
+    ('zs3net_lite0_camvid-480x360_st', 'transfer'),
+    'zs3net_lite0_camvid-480x360_st':
+    ('zs3net_lite0_camvid-480x360_st', 'self_train'),
     'cagnet_lite0_camvid-480x360': ('cagnet_lite0_camvid-480x360_st',
                                     'transfer'),
     'cagnet_lite0_camvid-480x360_st': ('cagnet_lite0_camvid-480x360_st',
@@ -302,19 +320,20 @@ def test_camvid_imagenet_metafile_follows_the_stored_runs():
     (0, 1, ...)."""
     import json
     readme = open(osp.join(REPO, 'README.md'), encoding='utf-8').read()
-    runs = json.load(open(osp.join(REPO, 'docs', 'toy_runs',
-                                   'camvid_lite0_protocol.json')))
+    runs = json.load(
+        open(osp.join(REPO, 'docs', 'toy_runs', 'camvid_lite0_protocol.json')))
     meta = {}
-    for path in (META, osp.join(REPO, 'configs', 'baselines',
-                                'metafile.yml')):
-        meta.update({m['Name']: m
-                     for m in yaml.safe_load(open(path))['Models']})
+    for path in (META, osp.join(REPO, 'configs', 'baselines', 'metafile.yml')):
+        meta.update(
+            {m['Name']: m
+             for m in yaml.safe_load(open(path))['Models']})
     assert set(LITE0_SOURCES) <= set(meta)
     stems = {stem for stem, _ in LITE0_SOURCES.values()}
     assert {key.split('/')[0] for key in runs} == stems
     for name, (stem, stage) in LITE0_SOURCES.items():
-        seeds = sorted(int(k.split('/')[-1]) for k in runs
-                       if k.startswith(f'{stem}/own/'))
+        seeds = sorted(
+            int(k.split('/')[-1]) for k in runs
+            if k.startswith(f'{stem}/own/'))
         assert seeds == list(range(len(seeds))), (stem, seeds)
         if len(seeds) < 5:
             assert 'Results' not in meta[name], (name, seeds)

@@ -8,16 +8,18 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-import torch
-from mmengine.config import Config
-
 import tool_server
+import torch
 from e2e_utils import REPO, last_metrics, toy_workspace
+from mmengine.config import Config
 
 from mmseg_sign.datasets.class_names import TOY_CLASSES, TOY_UNSEEN
 from mmseg_sign.engine.hooks import ClassSplitHook
 from mmseg_sign.engine.hooks.strict_checkpoint_hook import (
     checkpoint_split_mismatch, checkpoint_unseen_classes)
+
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
 
 NEW_UNSEEN = ('kite', 'lamp', 'river')  # the default is flag, hedge, river
 # two training iterations, validated at the end
@@ -47,8 +49,8 @@ def write(path, body):
 def run(ws, tool, *args):
     cmd = [sys.executable, osp.join(REPO, 'tools', tool), *args]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = tool_server.run(cmd, cwd=ws, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = tool_server.run(
+        cmd, cwd=ws, env=env, capture_output=True, text=True, timeout=300)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -69,7 +71,8 @@ def one_place_run(ws):
 
 
 def test_training_dataset_only_override_fails_before_iteration_1(ws):
-    cfg = write(ws / 'train_only.py', f"""
+    cfg = write(
+        ws / 'train_only.py', f"""
 train_dataloader = dict(
     dataset=dict(metainfo=dict(unseen_classes={NEW_UNSEEN!r})))
 """)
@@ -93,10 +96,11 @@ def test_one_place_override_trains_and_the_metric_uses_it(one_place_run):
     assert tuple(ckpt['meta']['dataset_meta']['unseen_classes']) == \
         NEW_UNSEEN
     # the validation table marks the new split
-    rows = {line.split('|')[1].strip(): line.split('|')[2].strip()
-            for line in out.splitlines()
-            if line.startswith('|') and line.split('|')[1].strip()
-            in TOY_CLASSES}
+    rows = {
+        line.split('|')[1].strip(): line.split('|')[2].strip()
+        for line in out.splitlines()
+        if line.startswith('|') and line.split('|')[1].strip() in TOY_CLASSES
+    }
     assert {c for c, s in rows.items() if s == 'unseen'} == set(NEW_UNSEEN)
 
 
@@ -121,9 +125,12 @@ def test_test_tool_refuses_another_split_unless_allowed(ws, one_place_run):
 
 # ----------------------------------------------------------- fast checks
 def fake_runner(body):
-    return SimpleNamespace(cfg=Config.fromstring(
-        f"_base_ = [{osp.join(REPO, 'configs/_base_/datasets/toy.py')!r}]\n"
-        + body, '.py'), val_loop=None)
+    return SimpleNamespace(
+        cfg=Config.fromstring(
+            "_base_ = [{!r}]\n".format(
+                osp.join(REPO, 'configs/_base_/datasets/toy.py')) + body,
+            '.py'),
+        val_loop=None)
 
 
 TRAIN_META = dict(classes=TOY_CLASSES, unseen_classes=TOY_UNSEEN)
@@ -131,33 +138,38 @@ TRAIN_META = dict(classes=TOY_CLASSES, unseen_classes=TOY_UNSEEN)
 
 def test_hook_checks_test_dataset_and_metric_from_the_config():
     ClassSplitHook.check_one_split(fake_runner(''), TRAIN_META)  # agree
-    with pytest.raises(ValueError, match=r'train_dataloader.dataset .*and '
-                       r'test_dataloader.dataset \(unseen \(.kite.'):
-        ClassSplitHook.check_one_split(fake_runner(
-            'test_dataloader = dict(dataset=dict(metainfo=dict('
-            f'unseen_classes={NEW_UNSEEN!r})))'), TRAIN_META)
+    with pytest.raises(
+            ValueError,
+            match=r'train_dataloader.dataset .*and '
+            r'test_dataloader.dataset \(unseen \(.kite.'):
+        ClassSplitHook.check_one_split(
+            fake_runner('test_dataloader = dict(dataset=dict(metainfo=dict('
+                        f'unseen_classes={NEW_UNSEEN!r})))'), TRAIN_META)
     with pytest.raises(ValueError, match=r'and val_evaluator \(unseen '):
-        ClassSplitHook.check_one_split(fake_runner(
-            "val_evaluator = dict(type='GZSLIoUMetric', "
-            'unseen_classes=[0, 1])'), TRAIN_META)
+        ClassSplitHook.check_one_split(
+            fake_runner("val_evaluator = dict(type='GZSLIoUMetric', "
+                        'unseen_classes=[0, 1])'), TRAIN_META)
     # a metric that repeats the same split is fine
-    ClassSplitHook.check_one_split(fake_runner(
-        "val_evaluator = dict(type='GZSLIoUMetric', "
-        f'unseen_classes={list(TOY_UNSEEN)!r})'), TRAIN_META)
+    ClassSplitHook.check_one_split(
+        fake_runner("val_evaluator = dict(type='GZSLIoUMetric', "
+                    f'unseen_classes={list(TOY_UNSEEN)!r})'), TRAIN_META)
 
 
 def test_checkpoint_split_helpers():
     mask = torch.tensor([c in NEW_UNSEEN for c in TOY_CLASSES])
-    ckpt = dict(state_dict={'module.decode_head.unseen_mask': mask},
-                meta=dict(dataset_meta=dict(classes=TOY_CLASSES)))
+    ckpt = dict(
+        state_dict={'module.decode_head.unseen_mask': mask},
+        meta=dict(dataset_meta=dict(classes=TOY_CLASSES)))
     assert checkpoint_unseen_classes(ckpt) == NEW_UNSEEN
     assert checkpoint_split_mismatch(ckpt, TRAIN_META).startswith(
         f'the checkpoint was trained with the unseen classes {NEW_UNSEEN}')
     assert checkpoint_split_mismatch(
         ckpt, dict(TRAIN_META, unseen_classes=NEW_UNSEEN)) == ''
     # no mask: meta.dataset_meta.unseen_classes; nothing: no check
-    only_meta = dict(state_dict={}, meta=dict(dataset_meta=dict(
-        classes=TOY_CLASSES, unseen_classes=NEW_UNSEEN)))
+    only_meta = dict(
+        state_dict={},
+        meta=dict(
+            dataset_meta=dict(classes=TOY_CLASSES, unseen_classes=NEW_UNSEEN)))
     assert checkpoint_unseen_classes(only_meta) == NEW_UNSEEN
     assert checkpoint_split_mismatch(dict(state_dict={}), TRAIN_META) == ''
     # an all-False mask (a head whose split was never set) says nothing

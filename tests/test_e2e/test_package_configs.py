@@ -6,15 +6,13 @@ import os.path as osp
 import shutil
 
 import pytest
-from mmengine.config import Config
-
 from e2e_utils import REPO, run_tool
+from mmengine.config import Config
 
 
 def _without_scope(obj):
     if isinstance(obj, dict):
-        return {k: _without_scope(v) for k, v in obj.items()
-                if k != '_scope_'}
+        return {k: _without_scope(v) for k, v in obj.items() if k != '_scope_'}
     if isinstance(obj, (list, tuple)):
         return type(obj)(_without_scope(v) for v in obj)
     return obj
@@ -35,14 +33,14 @@ def test_package_path_resolves_to_the_shipped_config(tmp_path):
         Config.fromfile(str(missing))
 
 
+@pytest.mark.slow
 def test_train_from_a_package_config(tmp_path, toy_root):
     """tools/train.py in a directory of the user's, on a config that
     inherits the toy config by package path: every module builds in the
     ``mmseg_sign`` scope (its registries fall through to mmseg's)."""
     shutil.copytree(toy_root, tmp_path / 'data' / 'toy')
     cfg = tmp_path / 'my_sign.py'
-    cfg.write_text(
-        "_base_ = ['mmseg_sign::sign/sign_toy.py']\n" + """
+    cfg.write_text("_base_ = ['mmseg_sign::sign/sign_toy.py']\n" + """
 stages = [dict(name='train', iters=2),
           dict(name='transfer', iters=2, mode='alternate', block_iters=1)]
 train_cfg = dict(stages=stages)

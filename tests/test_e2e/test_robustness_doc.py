@@ -18,7 +18,8 @@ def _cases():
     import test_bad_inputs
     import test_bad_inputs_run
     return [('test_bad_inputs.py', c) for c in test_bad_inputs.CASES] + [
-        ('test_bad_inputs_run.py', c) for c in test_bad_inputs_run.CASES]
+        ('test_bad_inputs_run.py', c) for c in test_bad_inputs_run.CASES
+    ]
 
 
 def _plain(regex: str) -> str:
@@ -29,12 +30,13 @@ def _plain(regex: str) -> str:
 
 
 def table() -> str:
-    lines = ['| case | what the user does | what happens | test |',
-             '|---|---|---|---|']
+    lines = [
+        '| case | what the user does | what happens | test |',
+        '|---|---|---|---|'
+    ]
     for module, case in _cases():
         # the run table: expect + ok; the data table: error or check
-        expect = getattr(case, 'expect', None) or getattr(case, 'error',
-                                                          None)
+        expect = getattr(case, 'expect', None) or getattr(case, 'error', None)
         happens = 'correct behaviour' if getattr(case, 'ok', False) or \
             not expect else f'error: “{_plain(expect)}”'
         lines.append(f'| `{case.name}` | {case.does.replace("|", "/")} | '
@@ -52,8 +54,8 @@ def test_every_case_is_in_the_doc():
 
 def test_every_test_the_doc_names_exists():
     """Each row's test (``path::name``, a file, or a bare ``test_name``;
-    not the case names of the generated table) is a test of the suite: a renamed or removed test leaves no row
-    pointing at nothing."""
+    not the case names of the generated table) is a test of the suite: a
+    renamed or removed test leaves no row pointing at nothing."""
     root = osp.dirname(osp.dirname(HERE))
     with open(DOC) as f:
         doc = f.read()
@@ -65,17 +67,16 @@ def test_every_test_the_doc_names_exists():
                 with open(path) as f:
                     sources[osp.relpath(path, root)] = f.read()
     missing, case_names = [], {c.name for _, c in _cases()}
-    for ref in re.findall(r'`((?:tests/\S+?\.py)(?:::\w+)?|test_\w+)`',
-                          doc):
+    for ref in re.findall(r'`((?:tests/\S+?\.py)(?:::\w+)?|test_\w+)`', doc):
         if ref in case_names:  # a case of the tables, not a function
             continue
-        path, _, name = ref.rpartition('::') if '::' in ref else (
-            (ref, '', '') if ref.endswith('.py') else ('', '', ref))
+        path, _, name = ref.rpartition('::') if '::' in ref else ((
+            ref, '', '') if ref.endswith('.py') else ('', '', ref))
         where = [sources[path]] if path else list(sources.values())
         if path and path not in sources:
             missing.append(ref)
-        elif name and not any(re.search(rf'^def {name}\(', s, re.M)
-                              for s in where):
+        elif name and not any(
+                re.search(rf'^def {name}\(', s, re.M) for s in where):
             missing.append(ref)
     assert not missing, f'docs/robustness.md names missing tests: {missing}'
 

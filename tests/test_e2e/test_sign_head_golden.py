@@ -8,7 +8,6 @@ import os.path as osp
 import pytest
 import torch
 import torch.nn as nn
-
 from mmseg.registry import MODELS
 
 DATA = osp.join(osp.dirname(osp.dirname(osp.abspath(__file__))), 'data')
@@ -31,8 +30,8 @@ def one_thread():
 
 @pytest.fixture(scope='module')
 def golden():
-    return torch.load(osp.join(DATA, 'sign_head_golden.pth'),
-                      weights_only=True)
+    return torch.load(
+        osp.join(DATA, 'sign_head_golden.pth'), weights_only=True)
 
 
 @pytest.fixture()
@@ -64,8 +63,8 @@ def toy_model(golden, table, missing_table=False):
     ``init_model`` on another machine (the table comes from the weights)."""
     cfg = golden_lib.toy_cfg(table + '.missing' if missing_table else table)
     model = golden_lib.build(cfg.model, 123)
-    missing, unexpected = model.load_state_dict(golden['toy']['state'],
-                                                strict=False)
+    missing, unexpected = model.load_state_dict(
+        golden['toy']['state'], strict=False)
     assert unexpected == []
     assert not [k for k in missing if k.startswith('decode_head.')]
     return model, cfg
@@ -97,11 +96,12 @@ def test_seeded_build_and_optimizer_groups_unchanged(golden, table):
     config's optimizer wrappers select the same head parameters by name."""
     cfg = golden_lib.toy_cfg(table)
     head = golden_lib.build(cfg.model.decode_head, golden_lib.SEED)
-    assert {k: golden_lib.digest(v) for k, v in head.state_dict().items()
+    assert {k: golden_lib.digest(v)
+            for k, v in head.state_dict().items()
             } == golden['toy']['init_state']
-    head = golden_lib.build(golden_lib.linear_head_cfg(table),
-                            golden_lib.SEED)
-    assert {k: golden_lib.digest(v) for k, v in head.state_dict().items()
+    head = golden_lib.build(golden_lib.linear_head_cfg(table), golden_lib.SEED)
+    assert {k: golden_lib.digest(v)
+            for k, v in head.state_dict().items()
             } == golden['linear']['init_state']
     model, cfg = toy_model(golden, table)
     assert golden_lib.optim_groups(model, cfg) == \
@@ -122,9 +122,16 @@ class EmbeddingOnlyGenerator(nn.Module):
 
 
 def small_head(path, **kwargs):
-    cfg = dict(type='SIGNHead', in_channels=8, channels=8, num_classes=5,
-               class_embeddings=path, latent_channels=4, trunk_channels=16,
-               unseen_classes=['c3', 'c4'], mmd_max_pixels=10)
+    cfg = dict(
+        type='SIGNHead',
+        in_channels=8,
+        channels=8,
+        num_classes=5,
+        class_embeddings=path,
+        latent_channels=4,
+        trunk_channels=16,
+        unseen_classes=['c3', 'c4'],
+        mmd_max_pixels=10)
     cfg.update(kwargs)
     return MODELS.build(cfg)
 
@@ -134,8 +141,10 @@ def test_generator_swapped_from_the_config(embedding_table):
     (its widths filled in; the PixelMLPGenerator-only head arguments left
     out), and every loss runs through it."""
     from mmseg_sign.models.generators import PixelMLPGenerator
-    head = small_head(embedding_table[0], generator_hidden=(16, ),
-                      generator=dict(type='TestEmbeddingOnlyGenerator'))
+    head = small_head(
+        embedding_table[0],
+        generator_hidden=(16, ),
+        generator=dict(type='TestEmbeddingOnlyGenerator'))
     assert isinstance(head.generator, EmbeddingOnlyGenerator)
     assert not isinstance(head.generator, PixelMLPGenerator)
     assert head.generator.proj.in_features == 12  # the table's width
@@ -144,15 +153,15 @@ def test_generator_swapped_from_the_config(embedding_table):
         == {'generator.proj.weight', 'generator.proj.bias'}
     labels = torch.tensor([0, 2, 2])
     z1, z2 = torch.randn(3, 4), torch.randn(3, 4)
-    want = torch.sigmoid(head.class_embedding[labels] @
-                         head.generator.proj.weight.T +
-                         head.generator.proj.bias)
+    want = torch.sigmoid(
+        head.class_embedding[labels] @ head.generator.proj.weight.T +
+        head.generator.proj.bias)
     torch.testing.assert_close(head.generate(labels, z1), want)
     assert torch.equal(head.generate(labels, z1), head.generate(labels, z2))
     label_maps = torch.randint(0, 3, (2, 8, 12))
     feats = (torch.rand(2, 8, 4, 6), *torch.randn(3, 2, 4, 4, 6))
-    losses, real, fake, _ = head.loss_generator(
-        feats, golden_lib.samples(label_maps))
+    losses, real, fake, _ = head.loss_generator(feats,
+                                                golden_lib.samples(label_maps))
     (losses['loss_mmd'] + losses['loss_adv_g']).backward()
     assert head.generator.proj.weight.grad.abs().sum() > 0
     assert torch.isfinite(head.loss_synthetic(10, feats[0]))
@@ -163,15 +172,21 @@ def test_legacy_arguments_are_the_default_configs(embedding_table):
     generator / discriminator configs build (same seed: same weights);
     a config's own value wins over the legacy argument."""
     path = embedding_table[0]
-    legacy = dict(generator_hidden=(16, ), generator_dropout=0.2,
-                  generator_out_act=None, discriminator_hidden=(6, ),
-                  classifier='linear')
+    legacy = dict(
+        generator_hidden=(16, ),
+        generator_dropout=0.2,
+        generator_out_act=None,
+        discriminator_hidden=(6, ),
+        classifier='linear')
     explicit = dict(
         classifier='linear',
-        generator=dict(type='PixelMLPGenerator', hidden_channels=(16, ),
-                       dropout=0.2, out_act=None),
-        discriminator=dict(type='PixelMLPDiscriminator',
-                           hidden_channels=(6, )))
+        generator=dict(
+            type='PixelMLPGenerator',
+            hidden_channels=(16, ),
+            dropout=0.2,
+            out_act=None),
+        discriminator=dict(
+            type='PixelMLPDiscriminator', hidden_channels=(6, )))
     torch.manual_seed(0)
     a = small_head(path, **legacy)
     torch.manual_seed(0)
@@ -182,18 +197,22 @@ def test_legacy_arguments_are_the_default_configs(embedding_table):
     assert [type(m) for m in a.generator] == [type(m) for m in b.generator]
     assert not any(isinstance(m, nn.Sigmoid) for m in a.generator)
     assert a.discriminator[0].out_features == 6
-    c = small_head(path, generator_hidden=(16, ), generator_dropout=0.1,
-                   generator=dict(type='PixelMLPGenerator',
-                                  hidden_channels=(5, )))
+    c = small_head(
+        path,
+        generator_hidden=(16, ),
+        generator_dropout=0.1,
+        generator=dict(type='PixelMLPGenerator', hidden_channels=(5, )))
     assert c.generator[0].out_features == 5
 
 
 def test_discriminator_swapped_in_the_shared_trunk_layout(embedding_table):
     """An MLP D on the shared trunk: it reads the trunk's pixels (its
     in_channels is trunk_channels) and D's loss trains through it."""
-    head = small_head(embedding_table[0], classifier='shared_trunk',
-                      discriminator=dict(type='PixelMLPDiscriminator',
-                                         hidden_channels=(4, ))).eval()
+    head = small_head(
+        embedding_table[0],
+        classifier='shared_trunk',
+        discriminator=dict(
+            type='PixelMLPDiscriminator', hidden_channels=(4, ))).eval()
     assert head.discriminator.in_channels == 16
     x = torch.rand(7, 8)
     trunk = torch.relu(x @ head.trunk[0].weight[:, :, 0, 0].T +
@@ -221,9 +240,14 @@ def test_checkpoint_table_width_needs_a_resizable_generator(
     head.load_state_dict(state)
     assert head.generator[0].in_features == 16  # 12-d table + z (4)
     assert torch.equal(head.generator[0].weight, trained.generator[0].weight)
-    other = small_head(missing, embed_dim=600, unseen_classes=None,
-                       generator=dict(type='TestEmbeddingOnlyGenerator'))
+    other = small_head(
+        missing,
+        embed_dim=600,
+        unseen_classes=None,
+        generator=dict(type='TestEmbeddingOnlyGenerator'))
     with pytest.raises(ValueError, match='set_embed_channels'):
-        other.load_state_dict(small_head(
-            embedding_table[0],
-            generator=dict(type='TestEmbeddingOnlyGenerator')).state_dict())
+        other.load_state_dict(
+            small_head(
+                embedding_table[0],
+                generator=dict(
+                    type='TestEmbeddingOnlyGenerator')).state_dict())

@@ -7,6 +7,11 @@ import math
 import os.path as osp
 import sys
 
+import pytest
+
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
+
 HERE = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, osp.join(HERE, 'data'))
 from make_stage_losses_golden import GOLDEN, run_stages  # noqa: E402
@@ -24,6 +29,6 @@ def test_first_iterations_of_every_stage_match_the_golden_record(
         for key, value in want.items():
             # float32 rounding differs between CPUs (AVX2 / AVX-512); on
             # the machine that wrote the record the numbers are equal
-            assert math.isclose(got[key], value, rel_tol=2e-4,
-                                abs_tol=1e-6), (got['iter'], key,
-                                                got[key], value)
+            assert math.isclose(
+                got[key], value, rel_tol=2e-4,
+                abs_tol=1e-6), (got['iter'], key, got[key], value)

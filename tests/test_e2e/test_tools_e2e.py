@@ -13,13 +13,14 @@ import time
 
 import numpy as np
 import pytest
-import torch
-
 import tool_server
+import torch
 from e2e_utils import (REAL_LOADERS, REPO, SIGN_SHORT, assert_same_weights,
                        last_metrics, load_state, run_tool, short_plan,
                        toy_workspace, write_config)
 
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope='module')
@@ -44,8 +45,9 @@ def test_fcn_train_resume_test(workspace):
     assert osp.exists(osp.join(wd, 'iter_9.pth'))
     test_wd = str(workspace / 'wd_fcn_test')
     out = run_tool([
-        'test.py', cfg, osp.join(wd, 'iter_9.pth'), '--work-dir', test_wd,
-        '--show-dir', str(workspace / 'vis_fcn'), '--out',
+        'test.py', cfg,
+        osp.join(wd, 'iter_9.pth'), '--work-dir', test_wd, '--show-dir',
+        str(workspace / 'vis_fcn'), '--out',
         str(workspace / 'preds_fcn')
     ], workspace)
     metrics = last_metrics(test_wd)
@@ -76,26 +78,30 @@ def test_sign_runs_all_stages(sign_run):
     # the teacher is saved with the self-training checkpoints only
     assert 'sign_teacher' not in torch.load(
         osp.join(wd, 'iter_7.pth'), map_location='cpu')
-    teacher = torch.load(osp.join(wd, 'iter_9.pth'),
-                         map_location='cpu')['sign_teacher']
+    teacher = torch.load(
+        osp.join(wd, 'iter_9.pth'), map_location='cpu')['sign_teacher']
     s7 = load_state(osp.join(wd, 'iter_7.pth'))
     for key in s7:  # = the model when the stage started
         assert torch.equal(teacher[key], s7[key]), key
     # transfer: E and SIM frozen (BN statistics included); C, D (shared
     # trunk) and G train in the first block, C alone in the second
-    s4, s6, s7 = (load_state(osp.join(wd, f'iter_{i}.pth'))
-                  for i in (4, 6, 7))
+    s4, s6, s7 = (load_state(osp.join(wd, f'iter_{i}.pth')) for i in (4, 6, 7))
     changed = {k.split('.')[1] for k in s4 if not torch.equal(s4[k], s6[k])}
-    assert {k for k in s4 if not torch.equal(s4[k], s6[k])
-            and not k.startswith('decode_head.')} == set()
+    assert {
+        k
+        for k in s4
+        if not torch.equal(s4[k], s6[k]) and not k.startswith('decode_head.')
+    } == set()
     assert changed == {'trunk', 'conv_seg', 'discriminator', 'generator'}
     changed = {k.split('.')[1] for k in s6 if not torch.equal(s6[k], s7[k])}
     assert changed == {'trunk', 'conv_seg'}
     # self-training as released (authors_recipe R4): the train stage's
     # update on pseudo labels, so its iterations (8-10) log the KL, MMD and
     # adversarial losses and every part of the model moves, G and D too
-    st_logs = [line for line in out.splitlines()
-               if re.search(r'Iter\(train\) \[\s*(8|9|10)/10\]', line)]
+    st_logs = [
+        line for line in out.splitlines()
+        if re.search(r'Iter\(train\) \[\s*(8|9|10)/10\]', line)
+    ]
     assert len(st_logs) == 3
     for line in st_logs:
         for key in ('loss_ce:', 'loss_kld:', 'loss_mmd:', 'loss_adv_g:',
@@ -103,15 +109,18 @@ def test_sign_runs_all_stages(sign_run):
             assert key in line, (key, line)
         assert 'loss_ce_synth' not in line
     s10 = load_state(osp.join(wd, 'iter_10.pth'))
-    changed = {k.split('.')[0] if not k.startswith('decode_head.') else
-               k.split('.')[1] for k in s7 if not torch.equal(s7[k], s10[k])}
-    assert {'backbone', 'neck', 'trunk', 'conv_seg', 'discriminator',
-            'generator'} <= changed
+    changed = {
+        k.split('.')[0]
+        if not k.startswith('decode_head.') else k.split('.')[1]
+        for k in s7 if not torch.equal(s7[k], s10[k])
+    }
+    assert {
+        'backbone', 'neck', 'trunk', 'conv_seg', 'discriminator', 'generator'
+    } <= changed
 
 
 @pytest.mark.parametrize('killed_after', [2, 5, 9])
-def test_sign_resume_matches_uninterrupted(workspace, sign_run,
-                                           killed_after):
+def test_sign_resume_matches_uninterrupted(workspace, sign_run, killed_after):
     """A run that died after iteration 2 (train stage), 5 (just after the
     switch to transfer) or 9 (inside self-training, teacher restored)
     continues with --resume to the same weights, with the shipped loaders'
@@ -122,8 +131,8 @@ def test_sign_resume_matches_uninterrupted(workspace, sign_run,
     ckpt = wd2 / f'iter_{killed_after}.pth'
     shutil.copy(osp.join(wd, f'iter_{killed_after}.pth'), ckpt)
     (wd2 / 'last_checkpoint').write_text(str(ckpt))
-    out = run_tool(['train.py', cfg, '--work-dir', str(wd2), '--resume'],
-                   workspace)
+    out = run_tool(['train.py', cfg, '--work-dir',
+                    str(wd2), '--resume'], workspace)
     stage = {2: 'train', 5: 'transfer', 9: 'self_train'}[killed_after]
     assert f"SIGN stage '{stage}'" in out
     assert f'resumed at {killed_after + 1}' in out
@@ -131,11 +140,13 @@ def test_sign_resume_matches_uninterrupted(workspace, sign_run,
         assert 'Validation at the end of stage' in out
     assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))
     # every optimizer state was restored, not rebuilt
-    optim = torch.load(str(wd2 / 'iter_10.pth'), map_location='cpu')[
-        'optimizer']
-    assert set(optim) == {'segmentor', 'generator', 'discriminator',
-                          'transfer', 'transfer_generator', 'self_train',
-                          'self_train_generator', 'self_train_discriminator'}
+    optim = torch.load(
+        str(wd2 / 'iter_10.pth'), map_location='cpu')['optimizer']
+    assert set(optim) == {
+        'segmentor', 'generator', 'discriminator', 'transfer',
+        'transfer_generator', 'self_train', 'self_train_generator',
+        'self_train_discriminator'
+    }
 
 
 # train 2, transfer 4 in blocks of 1 (real, synthetic, real, synthetic),
@@ -168,8 +179,10 @@ def test_sign_resume_is_exact_at_every_checkpoint(workspace, blocks_run,
     diverged from there (issue 49, C7): the cache travels in the
     checkpoint."""
     cfg, wd = blocks_run
-    ckpt = torch.load(osp.join(wd, f'iter_{killed_after}.pth'),
-                      map_location='cpu', weights_only=False)
+    ckpt = torch.load(
+        osp.join(wd, f'iter_{killed_after}.pth'),
+        map_location='cpu',
+        weights_only=False)
     # filled at the first synthetic block (iteration 4), kept from then on
     assert ('sign_feature_sizes' in ckpt) == (killed_after >= 4)
     if killed_after >= 4:
@@ -177,23 +190,24 @@ def test_sign_resume_is_exact_at_every_checkpoint(workspace, blocks_run,
     wd2 = workspace / f'wd_sign_blocks_killed_{killed_after}'
     wd2.mkdir()
     shutil.copy(osp.join(wd, f'iter_{killed_after}.pth'), wd2)
-    (wd2 / 'last_checkpoint').write_text(
-        str(wd2 / f'iter_{killed_after}.pth'))
-    out = run_tool(['train.py', cfg, '--work-dir', str(wd2), '--resume'],
-                   workspace)
+    (wd2 / 'last_checkpoint').write_text(str(wd2 / f'iter_{killed_after}.pth'))
+    out = run_tool(['train.py', cfg, '--work-dir',
+                    str(wd2), '--resume'], workspace)
     assert 'resumed epoch: 0, iter: %d' % killed_after in out
     for i in range(killed_after + 1, 9):
-        assert_same_weights(str(wd2 / f'iter_{i}.pth'),
-                            osp.join(wd, f'iter_{i}.pth'))
+        assert_same_weights(
+            str(wd2 / f'iter_{i}.pth'), osp.join(wd, f'iter_{i}.pth'))
 
 
 def test_sign_test_tool_and_inference_api(workspace, sign_run, monkeypatch):
     cfg, wd, _ = sign_run
     monkeypatch.chdir(workspace)  # the config's data/toy paths
     test_wd = str(workspace / 'wd_sign_test')
-    run_tool(['test.py', cfg, osp.join(wd, 'iter_10.pth'), '--work-dir',
-              test_wd, '--show-dir', str(workspace / 'vis_sign')],
-             workspace)
+    run_tool([
+        'test.py', cfg,
+        osp.join(wd, 'iter_10.pth'), '--work-dir', test_wd, '--show-dir',
+        str(workspace / 'vis_sign')
+    ], workspace)
     assert 'hIoU' in last_metrics(test_wd)
     from mmseg.apis import inference_model, init_model
     model = init_model(cfg, osp.join(wd, 'iter_10.pth'), device='cpu')
@@ -216,7 +230,8 @@ def test_sign_two_process_training(workspace):
         workspace / 'sign_ddp.py', 'configs/sign/sign_toy.py',
         SIGN_SHORT + "\ntrain_dataloader = dict(batch_size=4)\n")
     wd = str(workspace / 'wd_ddp')
-    out = run_tool(['train.py', cfg, '--work-dir', wd], workspace,
+    out = run_tool(['train.py', cfg, '--work-dir', wd],
+                   workspace,
                    launcher='pytorch')
     assert 'gloo' in out
     assert "SIGN stage 'self_train' (3/3)" in out
@@ -228,8 +243,10 @@ def test_sign_two_process_training(workspace):
     wd2.mkdir()
     shutil.copy(osp.join(wd, 'iter_5.pth'), wd2 / 'iter_5.pth')
     (wd2 / 'last_checkpoint').write_text(str(wd2 / 'iter_5.pth'))
-    run_tool(['train.py', cfg, '--work-dir', str(wd2), '--resume'],
-             workspace, launcher='pytorch')
+    run_tool(['train.py', cfg, '--work-dir',
+              str(wd2), '--resume'],
+             workspace,
+             launcher='pytorch')
     assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))
 
 
@@ -245,9 +262,11 @@ def test_pseudo_label_quality_tool(workspace, sign_run):
     from PIL import Image
     cfg, wd, _ = sign_run
     report_path = workspace / 'quality.json'
-    out = run_tool(['analysis/pseudo_label_quality.py', cfg,
-                    osp.join(wd, 'iter_7.pth'), '--out', str(report_path)],
-                   workspace)
+    out = run_tool([
+        'analysis/pseudo_label_quality.py', cfg,
+        osp.join(wd, 'iter_7.pth'), '--out',
+        str(report_path)
+    ], workspace)
     assert 'accuracy on unseen objects' in out
     report = json.loads(report_path.read_text())
     root = workspace / 'data' / 'toy'
@@ -256,33 +275,37 @@ def test_pseudo_label_quality_tool(workspace, sign_run):
     unseen_ids = [TOY_CLASSES.index(c) for c in TOY_UNSEEN]
     on_unseen = void = 0
     for name in names:
-        label = np.array(Image.open(root / 'SegmentationClass' /
-                                    f'{name}.png'))
+        label = np.array(
+            Image.open(root / 'SegmentationClass' / f'{name}.png'))
         on_unseen += int(np.isin(label, unseen_ids).sum())
         void += int((label == 255).sum())
     assert report['images'] == len(names)
     assert report['pseudo_pixels'] == on_unseen + void
-    assert report['share_on_void'] == pytest.approx(
-        void / (on_unseen + void))
+    assert report['share_on_void'] == pytest.approx(void / (on_unseen + void))
     assert report['coverage_of_unseen'] == pytest.approx(1.0)
     w = report['weights']
     assert w['right']['pixels'] + w['wrong']['pixels'] == on_unseen
     assert w['void']['pixels'] == void
-    assert report['accuracy_on_unseen'] == pytest.approx(
-        w['right']['pixels'] / on_unseen)
+    assert report['accuracy_on_unseen'] == pytest.approx(w['right']['pixels'] /
+                                                         on_unseen)
     for group in w.values():  # AST weights: (0, 1]
         assert 0 < group['q10'] <= group['q90'] <= 1
 
 
 # ---------------------------------------------------------------- faults
 def _start(cfg, wd, workspace, resume=False):
-    cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg,
-           '--work-dir', str(wd)] + (['--resume'] if resume else [])
+    cmd = [
+        sys.executable,
+        osp.join(REPO, 'tools', 'train.py'), cfg, '--work-dir',
+        str(wd)
+    ] + (['--resume'] if resume else [])
     log = open(str(wd) + f'.{time.monotonic_ns()}.log', 'w')
-    return subprocess.Popen(cmd, cwd=workspace, stdout=log,
-                            stderr=subprocess.STDOUT,
-                            env=dict(os.environ, PYTHONWARNINGS='ignore',
-                                     OMP_NUM_THREADS='1'))
+    return subprocess.Popen(
+        cmd,
+        cwd=workspace,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
 
 
 def _last(wd) -> int:
@@ -336,8 +359,8 @@ def test_sign_killed_in_every_stage_resumes_exactly(workspace, sign_run):
         else:
             proc.kill()
             proc.wait()
-    out = run_tool(['train.py', cfg, '--work-dir', str(wd), '--resume'],
-                   workspace)
+    out = run_tool(['train.py', cfg, '--work-dir',
+                    str(wd), '--resume'], workspace)
     assert 'resumed' in out
     # the unfinished write's temporary file is gone
     assert not [n for n in os.listdir(wd) if n.startswith('.iter_')]
@@ -360,22 +383,30 @@ def test_checkpoint_write_failure_keeps_the_previous(workspace, sign_run):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    proc = tool_server.run(
-        [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg,
-         '--work-dir', str(wd), '--resume'], cwd=workspace,
-        capture_output=True, text=True, preexec_fn=small_files,
-        env=dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1'))
+    proc = tool_server.run([
+        sys.executable,
+        osp.join(REPO, 'tools', 'train.py'), cfg, '--work-dir',
+        str(wd), '--resume'
+    ],
+                           cwd=workspace,
+                           capture_output=True,
+                           text=True,
+                           preexec_fn=small_files,
+                           env=dict(
+                               os.environ,
+                               PYTHONWARNINGS='ignore',
+                               OMP_NUM_THREADS='1'))
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]
-    assert re.search(r'Could not write \S*iter_3\.pth \(File too large\); '
-                     r'nothing was written in its place and the earlier '
-                     r'checkpoints .* are intact', out), out[-3000:]
+    assert re.search(
+        r'Could not write \S*iter_3\.pth \(File too large\); '
+        r'nothing was written in its place and the earlier '
+        r'checkpoints .* are intact', out), out[-3000:]
     assert first.read_bytes() == digest
     assert _last(wd) == 2
-    assert sorted(n for n in os.listdir(wd) if n.endswith('.pth')) == [
-        'iter_2.pth']
-    run_tool(['train.py', cfg, '--work-dir', str(wd), '--resume'],
-             workspace)
+    assert sorted(n for n in os.listdir(wd)
+                  if n.endswith('.pth')) == ['iter_2.pth']
+    run_tool(['train.py', cfg, '--work-dir', str(wd), '--resume'], workspace)
     assert_same_weights(wd / 'iter_10.pth', osp.join(wd_ref, 'iter_10.pth'))
 
 
@@ -390,15 +421,15 @@ def test_sign_resume_with_moved_rng_states(workspace, sign_run):
     cfg, wd, _ = sign_run
     wd2 = workspace / 'wd_sign_moved_rng'
     wd2.mkdir()
-    ckpt = torch.load(osp.join(wd, 'iter_5.pth'), map_location='cpu',
-                      weights_only=False)
+    ckpt = torch.load(
+        osp.join(wd, 'iter_5.pth'), map_location='cpu', weights_only=False)
     state = ckpt['torch_rng_state']
     state['cpu'] = state['cpu'].to(torch.int64)
     state['cuda'] = [torch.get_rng_state()[:16].clone()]  # a GPU run's
     torch.save(ckpt, wd2 / 'iter_5.pth')
     (wd2 / 'last_checkpoint').write_text(str(wd2 / 'iter_5.pth'))
-    out = run_tool(['train.py', cfg, '--work-dir', str(wd2), '--resume'],
-                   workspace)
+    out = run_tool(['train.py', cfg, '--work-dir',
+                    str(wd2), '--resume'], workspace)
     assert 'resumed at 6' in out
     assert 'the CPU generator is restored, the CUDA one is not' in out
     assert_same_weights(str(wd2 / 'iter_10.pth'), osp.join(wd, 'iter_10.pth'))
@@ -411,8 +442,7 @@ def test_cpu_randomness_hook_changes_nothing_on_a_cpu(workspace, sign_run):
     cfg, wd, _ = sign_run
     cfg2 = write_config(
         workspace / 'sign_cpu_draws.py', 'configs/sign/sign_toy.py',
-        SIGN_SHORT + REAL_LOADERS +
-        "custom_hooks = [*_base_.custom_hooks, "
+        SIGN_SHORT + REAL_LOADERS + "custom_hooks = [*_base_.custom_hooks, "
         "dict(type='CPURandomnessHook')]\n")
     wd2 = workspace / 'wd_sign_cpu_draws'
     run_tool(['train.py', cfg2, '--work-dir', str(wd2)], workspace)
@@ -433,8 +463,10 @@ def test_spnet_config_with_a_sign_checkpoint(workspace, sign_run):
     shutil.copy(osp.join(wd, 'iter_4.pth'), res / 'iter_4.pth')
     (res / 'last_checkpoint').write_text(str(res / 'iter_4.pth'))
     with pytest.raises(AssertionError) as err:
-        run_tool(['train.py', spnet, '--work-dir', str(res), '--resume',
-                  '--cfg-options', 'train_cfg.max_iters=6'], workspace)
+        run_tool([
+            'train.py', spnet, '--work-dir',
+            str(res), '--resume', '--cfg-options', 'train_cfg.max_iters=6'
+        ], workspace)
     log = str(err.value)
     assert 'it was written by another model than' in log
     assert 'missing from the checkpoint: 8 of the model' in log
@@ -442,9 +474,11 @@ def test_spnet_config_with_a_sign_checkpoint(workspace, sign_run):
     assert 'give them as load_from=PATH in another work dir' in log
     assert "KeyError: 'param_groups'" not in log
     assert not (res / 'iter_6.pth').exists()
-    out = run_tool(['train.py', spnet, '--work-dir',
-                    str(workspace / 'wd_spnet_load'), '--cfg-options',
-                    f'load_from={osp.join(wd, "iter_4.pth")}'], workspace)
+    out = run_tool([
+        'train.py', spnet, '--work-dir',
+        str(workspace / 'wd_spnet_load'), '--cfg-options',
+        f'load_from={osp.join(wd, "iter_4.pth")}'
+    ], workspace)
     assert 'the checkpoint matches this model in part; the weights that ' \
         'match are loaded, the others keep their initialisation' in out
     assert 'missing from the checkpoint: 8 of the model' in out
@@ -457,15 +491,16 @@ def test_spnet_config_with_a_sign_checkpoint(workspace, sign_run):
     width = read_class_embeddings(toy_table)[1].shape[1]
     zebra = str(workspace / 'zebra.npz')
     save_class_embeddings(zebra, ['zebra'],
-                          np.full((1, width), width ** -0.5, np.float32))
-    for ckpt, message in [
-            (osp.join(wd, 'iter_10.pth'), 'decode_head'),
-            (spnet_ckpt, 'classes are added to a SIGNHead')]:
+                          np.full((1, width), width**-0.5, np.float32))
+    for ckpt, message in [(osp.join(wd, 'iter_10.pth'), 'decode_head'),
+                          (spnet_ckpt, 'classes are added to a SIGNHead')]:
         grown = workspace / f'grown_{osp.basename(osp.dirname(ckpt))}'
         with pytest.raises(AssertionError) as err:
-            run_tool(['add_classes.py', spnet, ckpt, '--classes', 'zebra',
-                      '--embeddings', zebra, '--out', str(grown)],
-                     workspace)
+            run_tool([
+                'add_classes.py', spnet, ckpt, '--classes', 'zebra',
+                '--embeddings', zebra, '--out',
+                str(grown)
+            ], workspace)
         log = str(err.value)
         assert 'error: ' in log and message in log, log
         assert 'Traceback' not in log and not grown.exists()
@@ -473,8 +508,10 @@ def test_spnet_config_with_a_sign_checkpoint(workspace, sign_run):
     # SIGN checkpoint for the SPNet config instead of reporting on a model
     # whose weights are mostly random
     with pytest.raises(AssertionError) as err:
-        run_tool(['analysis/unseen_confusion.py', spnet,
-                  osp.join(wd, 'iter_10.pth')], workspace)
+        run_tool([
+            'analysis/unseen_confusion.py', spnet,
+            osp.join(wd, 'iter_10.pth')
+        ], workspace)
     log = str(err.value)
     assert 'does not match the model of' in log, log
     assert 'missing from the checkpoint: 8 of the model' in log

@@ -14,16 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import tool_server
+
 from mmseg_sign.datasets import (ZeroShotCOCOStuffDataset,
                                  ZeroShotPascalContextDataset,
                                  ZeroShotPascalVOCDataset)
 from mmseg_sign.embeddings import (CAGNET_LABELS, UnsafePickleError,
                                    cagnet_class_embeddings,
-                                   cagnet_split_classes,
-                                   load_class_embeddings, load_numpy_pickle,
-                                   read_cagnet_labels)
+                                   cagnet_split_classes, load_class_embeddings,
+                                   load_numpy_pickle, read_cagnet_labels)
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = REPO / 'tools' / 'dataset_converters' / 'cagnet_word_vectors.py'
@@ -59,8 +58,11 @@ def trusted_pickle(path):
 
 
 def run_tool(*args):
-    return tool_server.run([sys.executable, str(TOOL), *map(str, args)],
-                          capture_output=True, text=True, cwd=REPO)
+    return tool_server.run(
+        [sys.executable, str(TOOL), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO)
 
 
 @needs_ref
@@ -70,6 +72,7 @@ def test_builtin_labels_match_reference(dataset):
     assert tuple(labels) == CAGNET_LABELS[dataset]
 
 
+@pytest.mark.slow
 @needs_ref
 def test_tool_voc_equals_independent_computation(tmp_path):
     out = tmp_path / 'voc20_cagnet_fasttext_word2vec.npz'
@@ -95,8 +98,8 @@ def test_tool_voc_equals_independent_computation(tmp_path):
 
 
 @needs_ref
-@pytest.mark.parametrize('dataset,num_classes',
-                         [('voc', 20), ('context', 33), ('cocostuff', 171)])
+@pytest.mark.parametrize('dataset,num_classes', [('voc', 20), ('context', 33),
+                                                 ('cocostuff', 171)])
 def test_tables_match_project_classes(dataset, num_classes):
     names, table = cagnet_class_embeddings(dataset,
                                            ref(dataset, 'fasttext.pkl'),
@@ -158,8 +161,8 @@ def test_real_files_load_without_warnings():
 @needs_ref
 def test_labels_override(tmp_path):
     """The raw ``labels.txt`` files work too where they fit the rows."""
-    args = ('context', ref('context', 'fasttext.pkl'),
-            ref('context', 'word2vec.pkl'))
+    args = ('context', ref('context',
+                           'fasttext.pkl'), ref('context', 'word2vec.pkl'))
     _, builtin = cagnet_class_embeddings(*args)
     # "1: aeroplane" ... "33: ceiling" (no row 0), mmseg's names
     _, raw = cagnet_class_embeddings(
@@ -221,13 +224,14 @@ def test_hostile_pickle_is_refused(tmp_path, protocol, payload):
     assert not sentinel.exists()
 
 
+@pytest.mark.slow
 def test_tool_refuses_hostile_pickle(tmp_path):
     sentinel = tmp_path / 'SENTINEL'
     evil = dump(tmp_path / 'fasttext.pkl', RunsCommand(f'touch {sentinel}'))
     good = dump(tmp_path / 'word2vec.pkl', np.ones((21, 300)))
     out = tmp_path / 'out.npz'
-    proc = run_tool('--dataset', 'voc', '--fasttext', evil, '--word2vec',
-                    good, '--out', out)
+    proc = run_tool('--dataset', 'voc', '--fasttext', evil, '--word2vec', good,
+                    '--out', out)
     assert proc.returncode == 1
     assert proc.stderr.startswith('error: refusing to load ')
     assert 'only numpy arrays are allowed' in proc.stderr
@@ -236,7 +240,9 @@ def test_tool_refuses_hostile_pickle(tmp_path):
 
 
 @pytest.mark.parametrize('obj,message', [
-    ({'cat': np.ones(300)}, 'holds a dict, not a numpy array'),
+    ({
+        'cat': np.ones(300)
+    }, 'holds a dict, not a numpy array'),
     ([[1.0, 2.0]], 'holds a list, not a numpy array'),
     (np.ones(5), r'holds a float64 array of shape \(5,\); expected a 2-D'),
     (np.ones((2, 3), np.int64), 'holds a int64 array of shape'),
@@ -276,8 +282,8 @@ def test_small_table_by_hand(tmp_path):
     names, table = cagnet_class_embeddings(
         'voc', fasttext, word2vec, ['pottedplant', 'cat'], labels_path=labels)
     assert names == ['pottedplant', 'cat']
-    expected = np.array([[0, 1, 1, 1], [3, 0, 0, 4]]) / np.array([[3**.5],
-                                                                  [5]])
+    expected = np.array([[0, 1, 1, 1], [3, 0, 0, 4]]) / np.array([[3**.5], [5]
+                                                                  ])
     np.testing.assert_allclose(table, expected, atol=1e-7)
 
 
@@ -291,6 +297,7 @@ def test_missing_class_is_named(tmp_path):
         info.value)
 
 
+@pytest.mark.slow
 def test_one_file_as_fasttext_and_word2vec_is_refused(tmp_path):
     """Issue 41: the same pickle given as --fasttext and --word2vec built
     a fastText ‖ fastText table, rc 0. The same vectors twice (one file, or
@@ -301,10 +308,10 @@ def test_one_file_as_fasttext_and_word2vec_is_refused(tmp_path):
     copy = tmp_path / 'copy.pkl'
     copy.write_bytes(ft.read_bytes())
     for second in (ft, copy):
-        with pytest.raises(ValueError, match=(
-                f'{re.escape(str(ft))} and {re.escape(str(second))} hold the '
-                'same vectors: --fasttext and --word2vec need the two '
-                'different files')):
+        message = (f'{re.escape(str(ft))} and {re.escape(str(second))} '
+                   'hold the same vectors: --fasttext and --word2vec need '
+                   'the two different files')
+        with pytest.raises(ValueError, match=message):
             cagnet_class_embeddings('voc', ft, second)
     proc = run_tool('--dataset', 'voc', '--fasttext', ft, '--word2vec', ft,
                     '--out', tmp_path / 'voc.npz')

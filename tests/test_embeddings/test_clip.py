@@ -12,27 +12,23 @@ import sys
 import numpy as np
 import pytest
 import torch
-from gensim.models import KeyedVectors
-from transformers import (CLIPConfig, CLIPModel, CLIPTextConfig,
-                          CLIPTextModel, CLIPTextModelWithProjection,
-                          CLIPTokenizer)
-
 from e2e_utils import load_tool, run_tool, short_plan, write_config
+from gensim.models import KeyedVectors
+from transformers import (CLIPConfig, CLIPModel, CLIPTextConfig, CLIPTextModel,
+                          CLIPTextModelWithProjection, CLIPTokenizer)
+
 from mmseg_sign.datasets.class_names import TOY_CLASSES
 from mmseg_sign.embeddings import (DEFAULT_CLIP_TEMPLATES, CLIPTextEncoder,
                                    build_class_embeddings,
-                                   clip_text_embeddings,
-                                   load_class_embeddings,
+                                   clip_text_embeddings, load_class_embeddings,
                                    read_class_embeddings)
 
 REPO_ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 HIDDEN = 32
 # class names as datasets write them -> the text the prompts get
-CLASSES = ('cat', 'pottedplant', 'dining_table', 'wall-concrete',
-           'sky-other')
+CLASSES = ('cat', 'pottedplant', 'dining_table', 'wall-concrete', 'sky-other')
 TEXTS = ('cat', 'potted plant', 'dining table', 'wall concrete', 'sky')
-TEMPLATES = ('a photo of a {}.', 'there is the {} in the scene.',
-             '{}')
+TEMPLATES = ('a photo of a {}.', 'there is the {} in the scene.', '{}')
 WORDS = {  # a tiny word2vec source (3-d) for the concatenation
     'cat': [1.0, 0.0, 0.0],
     'potted': [0.0, 2.0, 0.0],
@@ -47,9 +43,12 @@ WORDS = {  # a tiny word2vec source (3-d) for the concatenation
 
 def _byte_symbols():
     """The 256 printable stand-ins of byte-level BPE (GPT-2 / CLIP)."""
-    keep = (list(range(ord('!'), ord('~') + 1)) +
-            list(range(ord('¡'), ord('¬') + 1)) +
-            list(range(ord('®'), ord('ÿ') + 1)))
+    keep = (
+        list(range(ord('!'),
+                   ord('~') + 1)) + list(range(ord('¡'),
+                                               ord('¬') + 1)) +
+        list(range(ord('®'),
+                   ord('ÿ') + 1)))
     extra = [256 + i for i in range(256 - len(keep))]
     return [chr(c) for c in keep + extra]
 
@@ -93,9 +92,13 @@ def make_tiny_clip(path, projection_dim=16, kind='projection', seed=0):
     if kind == 'full':
         config = CLIPConfig(
             text_config=text,
-            vision_config=dict(hidden_size=HIDDEN, intermediate_size=HIDDEN,
-                               num_hidden_layers=1, num_attention_heads=2,
-                               image_size=32, patch_size=16),
+            vision_config=dict(
+                hidden_size=HIDDEN,
+                intermediate_size=HIDDEN,
+                num_hidden_layers=1,
+                num_attention_heads=2,
+                image_size=32,
+                patch_size=16),
             projection_dim=projection_dim)
         model = CLIPModel(config)
     elif kind == 'text':
@@ -116,8 +119,10 @@ def naive_table(path, texts, templates, kind='projection'):
     """One prompt at a time through the Hugging Face model (no padding):
     normalise, average over templates, normalise."""
     tokenizer = CLIPTokenizer.from_pretrained(path)
-    cls = dict(projection=CLIPTextModelWithProjection, text=CLIPTextModel,
-               full=CLIPModel)[kind]
+    cls = dict(
+        projection=CLIPTextModelWithProjection,
+        text=CLIPTextModel,
+        full=CLIPModel)[kind]
     model = cls.from_pretrained(path).eval()
     rows = []
     for text in texts:
@@ -172,18 +177,18 @@ def test_table_matches_naive_computation(tiny_clip):
     # the default templates
     default = build_class_embeddings(['cat'], [encoder])
     np.testing.assert_allclose(
-        default[0], naive_table(tiny_clip, ['cat'], DEFAULT_CLIP_TEMPLATES)[0],
-        rtol=1e-5, atol=1e-6)
+        default[0],
+        naive_table(tiny_clip, ['cat'], DEFAULT_CLIP_TEMPLATES)[0],
+        rtol=1e-5,
+        atol=1e-6)
     assert 5 <= len(DEFAULT_CLIP_TEMPLATES) <= 8
 
 
 def test_multi_word_names(tiny_clip):
     encoder = CLIPTextEncoder(tiny_clip)
     got = clip_text_embeddings(
-        ['dining_table', 'potted-plant', 'dining  table'], encoder,
-        TEMPLATES)
-    whole = naive_table(tiny_clip, ['dining table', 'potted plant'],
-                        TEMPLATES)
+        ['dining_table', 'potted-plant', 'dining  table'], encoder, TEMPLATES)
+    whole = naive_table(tiny_clip, ['dining table', 'potted plant'], TEMPLATES)
     # underscores / dashes / runs of spaces -> one space: the whole phrase
     # goes into the prompt
     np.testing.assert_allclose(got[:2], whole, rtol=1e-5, atol=1e-6)
@@ -192,14 +197,15 @@ def test_multi_word_names(tiny_clip):
     for part in parts:  # not just one of the words
         assert np.abs(got[0] - part).max() > 1e-2
     # through the builder: synonyms apply to CLIP too
-    table = build_class_embeddings(
-        ['dining_table', 'tvmonitor', 'thing'], [encoder],
-        synonyms={'thing': 'potted plant'})
+    table = build_class_embeddings(['dining_table', 'tvmonitor', 'thing'],
+                                   [encoder],
+                                   synonyms={'thing': 'potted plant'})
     np.testing.assert_allclose(
-        table, naive_table(tiny_clip,
-                           ['dining table', 'tv monitor', 'potted plant'],
-                           DEFAULT_CLIP_TEMPLATES),
-        rtol=1e-5, atol=1e-6)
+        table,
+        naive_table(tiny_clip, ['dining table', 'tv monitor', 'potted plant'],
+                    DEFAULT_CLIP_TEMPLATES),
+        rtol=1e-5,
+        atol=1e-6)
 
 
 def test_concatenation_with_word_vectors(tiny_clip, w2v_file):
@@ -211,13 +217,14 @@ def test_concatenation_with_word_vectors(tiny_clip, w2v_file):
     assert table.shape == (len(CLASSES), 16 + 3)
     np.testing.assert_allclose(np.linalg.norm(table, axis=1), 1, rtol=1e-6)
     # each part is unit-norm before the whole row is: parts scale by 1/√2
-    np.testing.assert_allclose(table[:, :16] * np.sqrt(2), clip_only,
-                               rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(table[:, 16:] * np.sqrt(2), w2v_only,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        table[:, :16] * np.sqrt(2), clip_only, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        table[:, 16:] * np.sqrt(2), w2v_only, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(
         w2v_only[CLASSES.index('dining_table')],
-        unit(np.add(WORDS['dining'], WORDS['table'])), rtol=1e-6)
+        unit(np.add(WORDS['dining'], WORDS['table'])),
+        rtol=1e-6)
     # the given order; without the final normalisation the parts as built
     swapped = build_class_embeddings(CLASSES, [w2v, clip], normalize=False)
     np.testing.assert_allclose(swapped[:, :3], w2v_only, rtol=1e-6)
@@ -233,7 +240,8 @@ def test_checkpoint_kinds(tmp_path):
     np.testing.assert_allclose(
         clip_text_embeddings(TEXTS[:2], encoder, TEMPLATES),
         naive_table(full, TEXTS[:2], TEMPLATES, 'full'),
-        rtol=1e-5, atol=1e-6)
+        rtol=1e-5,
+        atol=1e-6)
 
     text = make_tiny_clip(tmp_path / 'text', kind='text')
     encoder = CLIPTextEncoder(text)
@@ -241,7 +249,8 @@ def test_checkpoint_kinds(tmp_path):
     np.testing.assert_allclose(
         clip_text_embeddings(TEXTS[:2], encoder, TEMPLATES),
         naive_table(text, TEXTS[:2], TEMPLATES, 'text'),
-        rtol=1e-5, atol=1e-6)
+        rtol=1e-5,
+        atol=1e-6)
 
 
 def test_cli_end_to_end(tiny_clip, w2v_file, tmp_path, capsys):
@@ -258,9 +267,12 @@ def test_cli_end_to_end(tiny_clip, w2v_file, tmp_path, capsys):
     templates = tmp_path / 'templates.txt'
     templates.write_text('# prompts\n' + '\n'.join(TEMPLATES) + '\n\n')
     out = str(tmp_path / 'clip_w2v.npz')
-    tool.main(['--classes', str(classes), '--source', f'clip:{tiny_clip}',
-               '--source', f'{w2v_file}:word2vec', '--clip-templates',
-               str(templates), '--out', out])
+    tool.main([
+        '--classes',
+        str(classes), '--source', f'clip:{tiny_clip}', '--source',
+        f'{w2v_file}:word2vec', '--clip-templates',
+        str(templates), '--out', out
+    ])
     assert f'{len(CLASSES)} classes x 19 dims' in capsys.readouterr().out
     # the project's validated reader (the one SIGNHead uses) accepts it
     names, table = read_class_embeddings(out)
@@ -274,32 +286,39 @@ def test_cli_end_to_end(tiny_clip, w2v_file, tmp_path, capsys):
 
     # CLIP alone, a built-in class list, the default templates
     toy = str(tmp_path / 'toy_clip.npz')
-    tool.main(['--dataset', 'toy', '--source', f'clip:{tiny_clip}',
-               '--out', toy])
+    tool.main(
+        ['--dataset', 'toy', '--source', f'clip:{tiny_clip}', '--out', toy])
     toy_table = load_class_embeddings(toy, TOY_CLASSES)
     assert toy_table.shape == (len(TOY_CLASSES), 16)
     np.testing.assert_allclose(
-        toy_table[:2], naive_table(tiny_clip, TOY_CLASSES[:2],
-                                   DEFAULT_CLIP_TEMPLATES),
-        rtol=1e-5, atol=1e-6)
+        toy_table[:2],
+        naive_table(tiny_clip, TOY_CLASSES[:2], DEFAULT_CLIP_TEMPLATES),
+        rtol=1e-5,
+        atol=1e-6)
 
     bad = tmp_path / 'bad_templates.txt'
     bad.write_text('a photo of a thing.\n')
     with pytest.raises(SystemExit, match="exactly one '{}'"):
-        tool.main(['--classes', str(classes), '--source',
-                   f'clip:{tiny_clip}', '--clip-templates', str(bad),
-                   '--out', str(tmp_path / 'x.npz')])
+        tool.main([
+            '--classes',
+            str(classes), '--source', f'clip:{tiny_clip}', '--clip-templates',
+            str(bad), '--out',
+            str(tmp_path / 'x.npz')
+        ])
     with pytest.raises(SystemExit, match='needs a clip:DIR source'):
-        tool.main(['--classes', str(classes), '--source', w2v_file,
-                   '--clip-templates', str(templates), '--out',
-                   str(tmp_path / 'x.npz')])
+        tool.main([
+            '--classes',
+            str(classes), '--source', w2v_file, '--clip-templates',
+            str(templates), '--out',
+            str(tmp_path / 'x.npz')
+        ])
     assert not osp.exists(tmp_path / 'x.npz')
 
 
 def test_clear_errors(tiny_clip, tmp_path, monkeypatch):
     # missing path, and a Hub id: never downloaded
-    with pytest.raises(FileNotFoundError,
-                       match='absent_clip.*save_pretrained'):
+    with pytest.raises(
+            FileNotFoundError, match='absent_clip.*save_pretrained'):
         CLIPTextEncoder(str(tmp_path / 'absent_clip'))
     with pytest.raises(FileNotFoundError, match='nothing is downloaded'):
         CLIPTextEncoder('openai/clip-vit-base-patch32')
@@ -346,34 +365,41 @@ def test_clear_errors(tiny_clip, tmp_path, monkeypatch):
     # the tool: one line naming the path, no traceback
     tool = load_tool('build_class_embeddings')
     with pytest.raises(SystemExit, match=r'error: .*empty.*config\.json'):
-        tool.main(['--dataset', 'toy', '--source', f'clip:{empty}',
-                   '--out', str(tmp_path / 'x.npz')])
+        tool.main([
+            '--dataset', 'toy', '--source', f'clip:{empty}', '--out',
+            str(tmp_path / 'x.npz')
+        ])
     # templates
     with pytest.raises(ValueError, match="exactly one '{}'"):
-        build_class_embeddings(['cat'], [dict(
-            path=tiny_clip, format='clip', templates=['{} and {}'])])
+        build_class_embeddings(
+            ['cat'],
+            [dict(path=tiny_clip, format='clip', templates=['{} and {}'])])
     with pytest.raises(ValueError, match="exactly one '{}'"):
         clip_text_embeddings(['cat'], tiny_clip, ['a {0} {}'])
     with pytest.raises(TypeError, match='unknown CLIP source options'):
-        build_class_embeddings(['cat'], [dict(
-            path=tiny_clip, format='clip', template='{}')])
+        build_class_embeddings(
+            ['cat'], [dict(path=tiny_clip, format='clip', template='{}')])
     # transformers missing: the install hint
     monkeypatch.setitem(sys.modules, 'transformers', None)
     with pytest.raises(ImportError, match=r"mmseg-sign\[clip\]"):
         CLIPTextEncoder(tiny_clip)
     with pytest.raises(SystemExit, match='pip install transformers'):
-        tool.main(['--dataset', 'toy', '--source', f'clip:{tiny_clip}',
-                   '--out', str(tmp_path / 'x.npz')])
+        tool.main([
+            '--dataset', 'toy', '--source', f'clip:{tiny_clip}', '--out',
+            str(tmp_path / 'x.npz')
+        ])
 
 
-SHORT_RUN = short_plan(2, 2, 1, self_train_mode="mode='AST', "
-                       'temperature=0.1') + """
+SHORT_RUN = short_plan(
+    2, 2, 1, self_train_mode="mode='AST', "
+    'temperature=0.1') + """
 train_dataloader = dict(batch_size=2)
 default_hooks = dict(checkpoint=dict(interval=5), logger=dict(interval=1),
                      visualization=dict(interval=1000))
 """
 
 
+@pytest.mark.slow
 def test_toy_clip_config(toy_root, tmp_path):
     """configs/sign/sign_toy_clip.py with a 512-d table from a tiny CLIP
     (projection_dim 512): tools/train.py runs every stage, shrunk."""
@@ -388,7 +414,8 @@ def test_toy_clip_config(toy_root, tmp_path):
     shutil.copytree(toy_root, tmp_path / 'data' / 'toy')
     out = tmp_path / head.class_embeddings
     load_tool('build_class_embeddings').main(
-        ['--dataset', 'toy', '--source', f'clip:{ckpt}', '--out', str(out)])
+        ['--dataset', 'toy', '--source', f'clip:{ckpt}', '--out',
+         str(out)])
     assert load_class_embeddings(str(out), TOY_CLASSES).shape == (10, 512)
 
     short = write_config(tmp_path / 'clip_short.py',
@@ -399,5 +426,5 @@ def test_toy_clip_config(toy_root, tmp_path):
     state = torch.load(str(wd / 'iter_5.pth'), map_location='cpu')
     table = state['state_dict']['decode_head.class_embedding']
     assert tuple(table.shape) == (10, 512)
-    np.testing.assert_allclose(table.numpy(),
-                               load_class_embeddings(str(out)), rtol=1e-6)
+    np.testing.assert_allclose(
+        table.numpy(), load_class_embeddings(str(out)), rtol=1e-6)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gensim.models import FastText, KeyedVectors, Word2Vec
-
-from mmseg.registry import MODELS
 import tool_server
+from gensim.models import FastText, KeyedVectors, Word2Vec
+from mmseg.registry import MODELS
+
 from mmseg_sign.embeddings import (UnsafePickleError, build_class_embeddings,
                                    load_class_embeddings, load_keyedvectors,
                                    load_word_vectors, read_class_embeddings,
@@ -25,12 +25,9 @@ from mmseg_sign.embeddings import (UnsafePickleError, build_class_embeddings,
 
 REPO = Path(__file__).resolve().parents[2]
 
-
 SYSTEM = f'{os.system.__module__}.system'  # posix.system on Linux
 
-
 CONVERT_HINT = "save_word2vec_format('vectors.bin', binary=True)"
-
 
 TABLE_TOOLS = ('tools/build_class_embeddings.py',
                'tools/dataset_converters/cagnet_word_vectors.py')
@@ -57,8 +54,9 @@ class CallsKeyedVectors:
 def small_kv(words=('cat', 'sky', 'wall'), dim=4, seed=0):
     kv = KeyedVectors(vector_size=dim)
     rng = np.random.default_rng(seed)
-    kv.add_vectors(list(words), rng.standard_normal(
-        (len(words), dim)).astype(np.float32))
+    kv.add_vectors(
+        list(words),
+        rng.standard_normal((len(words), dim)).astype(np.float32))
     return kv
 
 
@@ -79,14 +77,20 @@ def _save(kind, path):
     elif kind == 'kv_gz':
         small_kv().save(path, sep_limit=0)  # arrays in a .npz next to it
     elif kind in ('fasttext_kv', 'fasttext_model'):
-        model = FastText(SENTENCES, vector_size=4, min_count=1, workers=1,
-                         bucket=50, seed=0)
+        model = FastText(
+            SENTENCES,
+            vector_size=4,
+            min_count=1,
+            workers=1,
+            bucket=50,
+            seed=0)
         (model.wv if kind == 'fasttext_kv' else model).save(path)
         if kind == 'fasttext_model':
             return lambda p: FastText.load(p).wv
     elif kind == 'word2vec_model':
-        Word2Vec(SENTENCES, vector_size=4, min_count=1, workers=1,
-                 seed=0).save(path)
+        Word2Vec(
+            SENTENCES, vector_size=4, min_count=1, workers=1,
+            seed=0).save(path)
         return lambda p: Word2Vec.load(p).wv
     return KeyedVectors.load
 
@@ -109,11 +113,14 @@ def _write_bad_table(tmp_path, case):
         np.save(str(tmp_path / 'emb.npy'), np.ones((2, 3)))
         os.replace(tmp_path / 'emb.npy', path)
     elif case == 'pickle':
-        path.write_bytes(pickle.dumps({'classes': ['a'],
-                                       'embeddings': np.ones((1, 3))}))
+        path.write_bytes(
+            pickle.dumps({
+                'classes': ['a'],
+                'embeddings': np.ones((1, 3))
+            }))
     elif case in ('truncated', 'damaged'):
-        save_class_embeddings(str(path), ['a', 'b', 'c'],
-                              np.eye(3, 4, dtype=np.float32))
+        save_class_embeddings(
+            str(path), ['a', 'b', 'c'], np.eye(3, 4, dtype=np.float32))
         data = bytearray(path.read_bytes())
         if case == 'truncated':
             data = data[:len(data) // 2]
@@ -121,15 +128,19 @@ def _write_bad_table(tmp_path, case):
             data[40:60] = b'\xff' * 20
         path.write_bytes(bytes(data))
     elif case == 'object_array':
-        np.savez(str(path), classes=np.array(['a', 'b'], dtype=object),
-                 embeddings=np.ones((2, 3)))
+        np.savez(
+            str(path),
+            classes=np.array(['a', 'b'], dtype=object),
+            embeddings=np.ones((2, 3)))
     elif case == 'no_keys':
         np.savez(str(path), vectors=np.ones((2, 3)))
     return str(path), str(path)
 
 
-BAD_TABLES = ['none', 'missing', 'directory', 'empty', 'text', 'npy',
-              'pickle', 'truncated', 'damaged', 'object_array', 'no_keys']
+BAD_TABLES = [
+    'none', 'missing', 'directory', 'empty', 'text', 'npy', 'pickle',
+    'truncated', 'damaged', 'object_array', 'no_keys'
+]
 
 
 def _assert_project_message(err, quoted):
@@ -146,8 +157,7 @@ def _assert_project_message(err, quoted):
 @pytest.mark.parametrize('protocol', [2, 4])
 @pytest.mark.parametrize('ext', ['.kv', '.model', '.wv'])
 @pytest.mark.parametrize('where', ['top', 'inside_keyedvectors'])
-def test_hostile_keyedvectors_file_is_refused(tmp_path, protocol, ext,
-                                              where):
+def test_hostile_keyedvectors_file_is_refused(tmp_path, protocol, ext, where):
     sentinel = tmp_path / 'SENTINEL'
     payload = RunsCommand(f'touch {sentinel}')
     if where == 'inside_keyedvectors':  # a real KV with a poisoned attribute
@@ -173,9 +183,10 @@ def test_gensim_class_called_with_arguments_is_refused(tmp_path):
     path = tmp_path / 'ctor.kv'
     path.write_bytes(pickle.dumps(CallsKeyedVectors(), protocol=4))
     refused = 'gensim.models.keyedvectors.KeyedVectors'
-    with pytest.raises(UnsafePickleError,
-                       match=f'refusing to call {re.escape(refused)} with '
-                       f'arguments from {re.escape(str(path))}'):
+    with pytest.raises(
+            UnsafePickleError,
+            match=f'refusing to call {re.escape(refused)} with '
+            f'arguments from {re.escape(str(path))}'):
         load_keyedvectors(path)
 
 
@@ -202,8 +213,10 @@ def test_separate_arrays_are_read_without_pickle(tmp_path):
     npy = path + '.vectors.npy'
     assert osp.isfile(npy)
     sentinel = tmp_path / 'SENTINEL'
-    np.save(npy, np.array([RunsCommand(f'touch {sentinel}')], dtype=object),
-            allow_pickle=True)
+    np.save(
+        npy,
+        np.array([RunsCommand(f'touch {sentinel}')], dtype=object),
+        allow_pickle=True)
     with pytest.raises(ValueError, match=re.escape(npy)):
         load_keyedvectors(path)
     assert not sentinel.exists()
@@ -212,15 +225,22 @@ def test_separate_arrays_are_read_without_pickle(tmp_path):
         load_keyedvectors(path)
 
 
+@pytest.mark.slow
 def test_tool_refuses_hostile_kv_cleanly(tmp_path):
     sentinel = tmp_path / 'SENTINEL'
     evil = tmp_path / 'evil.kv'
     evil.write_bytes(pickle.dumps(RunsCommand(f'touch {sentinel}')))
     out = tmp_path / 'out.npz'
-    proc = tool_server.run(
-        [sys.executable, str(REPO / 'tools' / 'build_class_embeddings.py'),
-         '--dataset', 'voc', '--source', str(evil), '--out', str(out)],
-        capture_output=True, text=True, cwd=str(REPO))
+    proc = tool_server.run([
+        sys.executable,
+        str(REPO / 'tools' / 'build_class_embeddings.py'), '--dataset', 'voc',
+        '--source',
+        str(evil), '--out',
+        str(out)
+    ],
+                           capture_output=True,
+                           text=True,
+                           cwd=str(REPO))
     assert proc.returncode == 1, proc.stderr
     assert f'error: refusing to load {SYSTEM} from {evil}:' in proc.stderr
     assert CONVERT_HINT in proc.stderr
@@ -277,10 +297,17 @@ def test_unreadable_table_names_file_and_fix(tmp_path, case):
 @pytest.mark.parametrize('case', BAD_TABLES)
 def test_sign_head_reports_unreadable_table(tmp_path, case):
     path, quoted = _write_bad_table(tmp_path, case)
-    cfg = dict(type='SIGNHead', in_channels=8, channels=8, num_classes=3,
-               class_embeddings=path, latent_channels=4,
-               generator_hidden=(16, ), generator_dropout=0.1,
-               discriminator_hidden=(16, ), trunk_channels=16)
+    cfg = dict(
+        type='SIGNHead',
+        in_channels=8,
+        channels=8,
+        num_classes=3,
+        class_embeddings=path,
+        latent_channels=4,
+        generator_hidden=(16, ),
+        generator_dropout=0.1,
+        discriminator_hidden=(16, ),
+        trunk_channels=16)
     with pytest.raises((ValueError, FileNotFoundError)) as info:
         if case == 'missing':
             # a missing file may come from the checkpoint (inference from
@@ -294,10 +321,17 @@ def test_sign_head_reports_unreadable_table(tmp_path, case):
 def test_sign_head_reads_a_good_table(embedding_table):
     path, names = embedding_table
     head = MODELS.build(
-        dict(type='SIGNHead', in_channels=8, channels=8, num_classes=5,
-             class_embeddings=path, latent_channels=4,
-             generator_hidden=(16, ), generator_dropout=0.1,
-             discriminator_hidden=(16, ), trunk_channels=16))
+        dict(
+            type='SIGNHead',
+            in_channels=8,
+            channels=8,
+            num_classes=5,
+            class_embeddings=path,
+            latent_channels=4,
+            generator_hidden=(16, ),
+            generator_dropout=0.1,
+            discriminator_hidden=(16, ),
+            trunk_channels=16))
     assert head.class_names == tuple(names)
     np.testing.assert_array_equal(head.class_embedding.numpy(),
                                   load_class_embeddings(path, names))

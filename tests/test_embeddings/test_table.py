@@ -9,10 +9,10 @@ import re
 
 import numpy as np
 import pytest
+from e2e_utils import load_tool
 from gensim.models import FastText, KeyedVectors
 from gensim.models.fasttext import save_facebook_model
 
-from e2e_utils import load_tool
 from mmseg_sign.datasets.class_names import (COCOSTUFF171_CLASSES,
                                              CONTEXT33_CLASSES, VOC20_CLASSES)
 from mmseg_sign.embeddings import (DEFAULT_SYNONYMS, MissingWordError,
@@ -46,8 +46,8 @@ CLASSES = ('pottedplant', 'cat', 'wall-concrete', 'sky-other')
 
 def make_kv(words):
     vectors = KeyedVectors(vector_size=len(next(iter(words.values()))))
-    vectors.add_vectors(list(words), np.array(list(words.values()),
-                                              np.float32))
+    vectors.add_vectors(
+        list(words), np.array(list(words.values()), np.float32))
     return vectors
 
 
@@ -133,12 +133,10 @@ def test_class_name_to_words():
     # user synonyms override the defaults; values may be lists
     assert class_name_to_words('tvmonitor', {'tvmonitor': 'television'}) \
         == ['television']
-    assert class_name_to_words('sofa', {'sofa': ['couch', 'settee']}) == [
-        'couch', 'settee'
-    ]
-    assert class_name_to_words('pottedplant', use_default=False) == [
-        'pottedplant'
-    ]
+    assert class_name_to_words(
+        'sofa', {'sofa': ['couch', 'settee']}) == ['couch', 'settee']
+    assert class_name_to_words(
+        'pottedplant', use_default=False) == ['pottedplant']
     with pytest.raises(ValueError, match='sofa'):
         class_name_to_words('sofa', {'sofa': ' - '})
 
@@ -193,7 +191,8 @@ def test_build_matches_hand_computation(word_files):
     # one value by hand: pottedplant, source A = mean([3,0,4,0],[1,2,0,2])
     # = [2,1,2,1] / sqrt(10), halved in norm by the whole-row L2 norm.
     np.testing.assert_allclose(
-        table[0, :4], np.array([2, 1, 2, 1]) / np.sqrt(10) / np.sqrt(2),
+        table[0, :4],
+        np.array([2, 1, 2, 1]) / np.sqrt(10) / np.sqrt(2),
         rtol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(table, axis=1), 1, rtol=1e-6)
 
@@ -201,15 +200,15 @@ def test_build_matches_hand_computation(word_files):
     raw = build_class_embeddings(CLASSES, [kv_a, kv_b], normalize=False)
     np.testing.assert_allclose(
         raw, expected_table([WORDS_A, WORDS_B], False), rtol=1e-6)
-    np.testing.assert_allclose(np.linalg.norm(raw[:, :4], axis=1), 1,
-                               rtol=1e-6)
-    np.testing.assert_allclose(np.linalg.norm(raw[:, 4:], axis=1), 1,
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        np.linalg.norm(raw[:, :4], axis=1), 1, rtol=1e-6)
+    np.testing.assert_allclose(
+        np.linalg.norm(raw[:, 4:], axis=1), 1, rtol=1e-6)
 
     # concatenation follows the source order; sources can be files
     swapped = build_class_embeddings(
-        CLASSES, [dict(path=word_files['b_binary'], format='auto'),
-                  word_files['text']],
+        CLASSES,
+        [dict(path=word_files['b_binary'], format='auto'), word_files['text']],
         show_progress=False)
     np.testing.assert_allclose(swapped[:, :3], table[:, 4:], rtol=1e-6)
     np.testing.assert_allclose(swapped[:, 3:], table[:, :4], rtol=1e-6)
@@ -223,8 +222,7 @@ def test_build_matches_hand_computation(word_files):
 def test_word_vector_formats(word_files):
     reference = make_kv(WORDS_A)
     cases = [('text', 'word2vec'), ('binary', 'word2vec_binary'),
-             ('kv', 'keyedvectors'), ('gz', 'word2vec'),
-             ('glove', 'word2vec')]
+             ('kv', 'keyedvectors'), ('gz', 'word2vec'), ('glove', 'word2vec')]
     for key, fmt in cases:
         path = word_files[key]
         assert guess_format(path) == fmt
@@ -270,8 +268,9 @@ def test_fasttext_bin(fasttext_file):
 def test_lowercase_fallback_and_missing_words(word_files):
     kv_a = make_kv(WORDS_A)
     table = build_class_embeddings(['Sky', 'CAT'], [kv_a])
-    np.testing.assert_allclose(table, [unit(WORDS_A['sky']),
-                                       unit(WORDS_A['cat'])], rtol=1e-6)
+    np.testing.assert_allclose(
+        table,
+        [unit(WORDS_A['sky']), unit(WORDS_A['cat'])], rtol=1e-6)
     with pytest.raises(KeyError) as info:
         build_class_embeddings(['cat', 'tvmonitor'], [kv_a])
     message = str(info.value)
@@ -334,8 +333,9 @@ def test_load_errors(tmp_path):
     good = np.arange(1, 13, dtype=np.float32).reshape(4, 3)
     path = _write(tmp_path, 'good.npz', classes=names, embeddings=good)
 
-    with pytest.raises(ValueError, match='the file has 4 classes, the '
-                       'dataset 3') as info:
+    with pytest.raises(
+            ValueError, match='the file has 4 classes, the '
+            'dataset 3') as info:
         load_class_embeddings(path, CLASSES[:3])
     assert 'sky-other' in str(info.value)
     assert 'build_class_embeddings.py' in str(info.value)
@@ -396,15 +396,16 @@ def test_cli(word_files, tmp_path, capsys):
     synonyms.write_text(json.dumps({'dog': ['cat', 'sky']}))
     out = str(tmp_path / 'out.npz')
     tool.main([
-        '--classes', str(classes), '--source',
-        word_files['text'] + ':word2vec', '--source',
-        word_files['b_binary'], '--synonyms', str(synonyms), '--out', out
+        '--classes',
+        str(classes), '--source', word_files['text'] + ':word2vec', '--source',
+        word_files['b_binary'], '--synonyms',
+        str(synonyms), '--out', out
     ])
     assert '5 classes x 7 dims' in capsys.readouterr().out
     names = list(CLASSES) + ['dog']
     table = load_class_embeddings(out, names)
-    np.testing.assert_allclose(table[:4], expected_table([WORDS_A, WORDS_B]),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        table[:4], expected_table([WORDS_A, WORDS_B]), rtol=1e-6)
     dog = np.concatenate([
         unit(np.add(WORDS_A['cat'], WORDS_A['sky']) / 2),
         unit(np.add(WORDS_B['cat'], WORDS_B['sky']) / 2)
@@ -419,8 +420,10 @@ def test_cli(word_files, tmp_path, capsys):
     voc_path = str(tmp_path / 'voc.kv')
     voc_kv.save(voc_path)
     voc_out = str(tmp_path / 'voc.npz')
-    tool.main(['--dataset', 'voc', '--source', voc_path, '--no-normalize',
-               '--out', voc_out])
+    tool.main([
+        '--dataset', 'voc', '--source', voc_path, '--no-normalize', '--out',
+        voc_out
+    ])
     voc = load_class_embeddings(voc_out, VOC20_CLASSES)
     assert voc.shape == (20, 5)
     idx = VOC20_CLASSES.index('tvmonitor')
@@ -429,5 +432,8 @@ def test_cli(word_files, tmp_path, capsys):
     assert os.path.getsize(voc_out) > 0
 
     with pytest.raises(SystemExit, match='dog'):
-        tool.main(['--classes', str(classes), '--source',
-                   word_files['text'], '--out', str(tmp_path / 'x.npz')])
+        tool.main([
+            '--classes',
+            str(classes), '--source', word_files['text'], '--out',
+            str(tmp_path / 'x.npz')
+        ])

@@ -18,7 +18,8 @@ def test_amp_converts_every_wrapper_of_a_dict():
         assert cfg.optim_wrapper[name]['type'] == \
             'MixedPrecisionOptimWrapper'
         assert cfg.optim_wrapper[name]['loss_scale'] == 'dynamic'
-    assert cfg.optim_wrapper.constructor == 'ModuleGroupOptimWrapperConstructor'
+    assert (
+        cfg.optim_wrapper.constructor == 'ModuleGroupOptimWrapperConstructor')
     assert convert_to_amp(cfg) is False  # already AMP
 
 
@@ -28,26 +29,32 @@ def test_amp_keeps_the_configs_own_dtype():
     CPU); an --amp-dtype against it is an error naming both."""
     from mmseg_sign.engine import enable_amp
     cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
-    cfg.optim_wrapper.generator.update(type='MixedPrecisionOptimWrapper',
-                                       dtype='float16')
+    cfg.optim_wrapper.generator.update(
+        type='MixedPrecisionOptimWrapper', dtype='float16')
     enable_amp(cfg, None, device='cpu')
     assert cfg.optim_wrapper.generator.dtype == 'float16'
     assert cfg.optim_wrapper.segmentor.dtype == 'bfloat16'  # CPU default
     cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
-    cfg.optim_wrapper.generator.update(type='MixedPrecisionOptimWrapper',
-                                       dtype='float16')
-    with pytest.raises(ValueError, match=r"--amp-dtype bfloat16, but the "
-                       r"config sets optim_wrapper\.generator\.dtype="
-                       r"'float16'"):
+    cfg.optim_wrapper.generator.update(
+        type='MixedPrecisionOptimWrapper', dtype='float16')
+    with pytest.raises(
+            ValueError,
+            match=r"--amp-dtype bfloat16, but the "
+            r"config sets optim_wrapper\.generator\.dtype="
+            r"'float16'"):
         enable_amp(cfg, 'bfloat16', device='cpu')
 
 
 def test_amp_single_wrapper_and_errors():
-    cfg = Config(dict(optim_wrapper=dict(
-        type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
+    cfg = Config(
+        dict(
+            optim_wrapper=dict(
+                type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
     assert convert_to_amp(cfg) and \
         cfg.optim_wrapper.type == 'MixedPrecisionOptimWrapper'
-    bad = Config(dict(optim_wrapper=dict(
-        type='ApexOptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
+    bad = Config(
+        dict(
+            optim_wrapper=dict(
+                type='ApexOptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
     with pytest.raises(ValueError, match='ApexOptimWrapper'):
         convert_to_amp(bad)

@@ -17,16 +17,18 @@ class _Model(BaseModel):
 
 def _runner(cfg_path, work_dir):
     cfg = Config.fromfile(str(cfg_path))
-    return ConfigGuardRunner(model=_Model(), work_dir=str(work_dir),
-                             cfg=cfg, default_scope='mmseg')
+    return ConfigGuardRunner(
+        model=_Model(), work_dir=str(work_dir), cfg=cfg, default_scope='mmseg')
 
 
 def test_the_dump_never_replaces_the_config(tmp_path):
     cfg = tmp_path / 'my_cfg.py'
     text = '# my comment\nvalue = 1\n'
     cfg.write_text(text)
-    with pytest.raises(ValueError, match=f'the work dir {tmp_path} holds the '
-                       f'config {cfg} itself'):
+    with pytest.raises(
+            ValueError,
+            match=f'the work dir {tmp_path} holds the '
+            f'config {cfg} itself'):
         _runner(cfg, tmp_path)
     assert cfg.read_text() == text
     # another work dir: mmengine's dump, as ever
@@ -35,8 +37,7 @@ def test_the_dump_never_replaces_the_config(tmp_path):
     assert 'value = 1' in dumped and 'my comment' not in dumped
 
 
-def test_the_config_text_is_formatted_once_per_content(tmp_path,
-                                                       monkeypatch):
+def test_the_config_text_is_formatted_once_per_content(tmp_path, monkeypatch):
     """The Runner's config formats its text (yapf, ~0.4 s a call) once
     however often mmengine asks (log, runtime info, dump, every
     checkpoint), the same text as mmengine's, and anew when it changes."""
@@ -44,8 +45,8 @@ def test_the_config_text_is_formatted_once_per_content(tmp_path,
     import os.path as osp
 
     import mmengine.config.config as mmengine_config
-
     from e2e_utils import REPO
+
     from mmseg_sign.engine.runner.config_guard_runner import \
         OnceFormattedConfig
     path = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')

@@ -8,11 +8,11 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from e2e_utils import REPO, run_tool, write_config
 from mmengine.config import Config
+from mmseg.registry import DATASETS, MODELS
 from PIL import Image
 
-from e2e_utils import REPO, run_tool, write_config
-from mmseg.registry import DATASETS, MODELS
 from mmseg_sign.engine.hooks.dry_run import (check_raw_label_map,
                                              dry_run_first_sample)
 
@@ -23,8 +23,7 @@ def toy(tmp_path, toy_root):
     shutil.copytree(toy_root, root)
     cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
     cfg.train_dataloader.dataset.data_root = str(root)
-    cfg.model.decode_head.class_embeddings = str(root /
-                                                 'class_embeddings.npz')
+    cfg.model.decode_head.class_embeddings = str(root / 'class_embeddings.npz')
     return tmp_path, root, cfg
 
 
@@ -77,11 +76,13 @@ def test_multi_level_projection_must_fit_the_backbone(toy):
     configs): the widths of each level, with the list the fix needs."""
     _, _, cfg = toy
     cfg.model.backbone.out_indices = (2, 3)  # 64 and 128 channels
-    cfg.model.neck.update(in_index=[0, 1], in_channels=[64, 100],
-                          input_proj=dict(type='MLPFusion'))
+    cfg.model.neck.update(
+        in_index=[0, 1],
+        in_channels=[64, 100],
+        input_proj=dict(type='MLPFusion'))
     dataset = DATASETS.build(cfg.train_dataloader.dataset)
-    with pytest.raises(ValueError, match=re.escape(
-            'set neck.in_channels=[64, 128]')):
+    with pytest.raises(
+            ValueError, match=re.escape('set neck.in_channels=[64, 128]')):
         dry_run_first_sample(MODELS.build(cfg.model), dataset)
     cfg.model.neck.in_channels = [64, 128]
     dry_run_first_sample(MODELS.build(cfg.model), dataset)
@@ -99,14 +100,14 @@ def test_one_based_labels_need_reduce_zero_label(tmp_path):
     Image.fromarray(np.array([[1, 10], [3, 255]], np.uint8)).save(path)
     with pytest.raises(ValueError, match='set reduce_zero_label=True'):
         check_raw_label_map(dict(seg_map_path=path), num_classes=10)
-    check_raw_label_map(dict(seg_map_path=path, reduce_zero_label=True),
-                        num_classes=10)
+    check_raw_label_map(
+        dict(seg_map_path=path, reduce_zero_label=True), num_classes=10)
     # 10 raw classes, one held out (mmseg's label_map): 0-based values up
     # to 9 are not taken for 1-based labels of 9 classes
     Image.fromarray(np.array([[1, 9], [3, 255]], np.uint8)).save(path)
     label_map = {i: (255 if i == 4 else i - (i > 4)) for i in range(10)}
-    check_raw_label_map(dict(seg_map_path=path, label_map=label_map),
-                        num_classes=9)
+    check_raw_label_map(
+        dict(seg_map_path=path, label_map=label_map), num_classes=9)
     with pytest.raises(ValueError, match='set reduce_zero_label=True'):
         check_raw_label_map(dict(seg_map_path=path), num_classes=9)
 
@@ -123,8 +124,8 @@ def test_label_reading_is_logged(tmp_path):
     handler.emit = lambda record: lines.append(record.getMessage())
     logger.addHandler(handler)
     try:
-        check_raw_label_map(dict(seg_map_path=path, reduce_zero_label=True),
-                            num_classes=5)
+        check_raw_label_map(
+            dict(seg_map_path=path, reduce_zero_label=True), num_classes=5)
         check_raw_label_map(dict(seg_map_path=path), num_classes=5)
     finally:
         logger.removeHandler(handler)
@@ -133,6 +134,7 @@ def test_label_reading_is_logged(tmp_path):
     assert 'v is class v' in lines[1], lines
 
 
+@pytest.mark.slow
 def test_train_tool_fails_before_iteration_1(toy):
     ws, _, _ = toy
     cfg = write_config(ws / 'bad.py', 'configs/sign/sign_toy.py',

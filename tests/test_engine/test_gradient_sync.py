@@ -11,6 +11,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
+
 
 def free_port():
     with socket.socket() as s:
@@ -27,8 +30,8 @@ def spawn_two(fn, *args):
     for attempt in range(2):
         queue = mp.get_context('spawn').Queue()
         try:
-            mp.spawn(fn, args=(2, free_port(), *args, queue), nprocs=2,
-                     join=True)
+            mp.spawn(
+                fn, args=(2, free_port(), *args, queue), nprocs=2, join=True)
         except mp.ProcessExitedException as err:
             if err.signal_name != 'SIGABRT' or attempt:
                 raise
@@ -62,8 +65,11 @@ def worker(rank, world_size, port, queue):
         gathered = [torch.zeros_like(local) for _ in range(world_size)]
         dist.all_gather(gathered, local)
         want = flat_start - torch.stack(gathered).mean(0)
-        results = [rank, torch.equal(starts[0], starts[1]),
-                   not torch.equal(gathered[0], gathered[1])]
+        results = [
+            rank,
+            torch.equal(starts[0], starts[1]),
+            not torch.equal(gathered[0], gathered[1])
+        ]
         for path in ('ddp', 'after_backward'):
             model.load_state_dict(dict(zip(('weight', 'bias'), start)))
             ow = OptimWrapper(torch.optim.SGD(model.parameters(), lr=1.0))
@@ -73,13 +79,15 @@ def worker(rank, world_size, port, queue):
             else:
                 loss = wrapped.module(x).pow(2).mean()
             update_params(ow, loss)
-            after = torch.cat([p.detach().flatten()
-                               for p in model.parameters()])
+            after = torch.cat(
+                [p.detach().flatten() for p in model.parameters()])
             all_after = [torch.zeros_like(after) for _ in range(world_size)]
             dist.all_gather(all_after, after)
-            results += [torch.allclose(after, want, atol=1e-6),
-                        all(torch.equal(a, all_after[0]) for a in all_after),
-                        after.tolist()]  # exact floats, no shared memory
+            results += [
+                torch.allclose(after, want, atol=1e-6),
+                all(torch.equal(a, all_after[0]) for a in all_after),
+                after.tolist()
+            ]  # exact floats, no shared memory
         queue.put(tuple(results))
         # gloo aborts ('terminate called without an active exception') when
         # one rank tears its group down while the other is still talking
@@ -92,7 +100,8 @@ def test_two_process_gradients_are_averaged():
     results = spawn_two(worker)
     for (rank, same_start, grads_differ, ddp_mean, ddp_equal, ddp_after,
          hand_mean, hand_equal, hand_after) in results:
-        assert same_start, 'ZeroShotDataParallel did not broadcast rank 0\'s weights'
+        assert same_start, ('ZeroShotDataParallel did not broadcast rank '
+                            "0's weights")
 
         assert grads_differ, 'ranks saw the same data; the test is void'
         assert ddp_mean, f'rank {rank}: DDP step != mean of rank gradients'
@@ -134,9 +143,11 @@ def sign_worker(rank, world_size, port, emb_path, amp_dtype, queue):
                 model.train()
                 wrapped = ZeroShotDataParallel(model)
                 models.append((path, wrapped))
-                wrappers.append(optim_wrappers(
-                    model, 'train' if classifier == 'linear' else
-                    'classifier', amp_dtype=amp_dtype))
+                wrappers.append(
+                    optim_wrappers(
+                        model,
+                        'train' if classifier == 'linear' else 'classifier',
+                        amp_dtype=amp_dtype))
             step = 0
             for stage, opts, iters in plan:
                 if classifier != 'linear' and stage == 'self_train' and \
@@ -148,10 +159,11 @@ def sign_worker(rank, world_size, port, emb_path, amp_dtype, queue):
                     data = batch()
                     for s in data['data_samples']:  # other labels per rank
                         y = s.gt_sem_seg.data
-                        s.gt_sem_seg.data = torch.where(y == 255, y,
-                                                        (y + rank) % 3)
-                    data['inputs'] = [x.flip(-1) if rank else x
-                                      for x in data['inputs']]
+                        s.gt_sem_seg.data = torch.where(
+                            y == 255, y, (y + rank) % 3)
+                    data['inputs'] = [
+                        x.flip(-1) if rank else x for x in data['inputs']
+                    ]
                     for (path, wrapped), ow in zip(models, wrappers):
                         wrapped.module.stage_iter = i
                         torch.manual_seed(100 + 10 * step + rank)
@@ -165,16 +177,20 @@ def sign_worker(rank, world_size, port, emb_path, amp_dtype, queue):
                     differ = [k for k in a if not torch.equal(a[k], b[k])]
                     # weights only: each rank's BN statistics follow its
                     # own batch until the next step's broadcast
-                    flat = torch.cat([p.detach().flatten() for p in
-                                      models[0][1].module.parameters()])
-                    gathered = [torch.zeros_like(flat)
-                                for _ in range(world_size)]
+                    flat = torch.cat([
+                        p.detach().flatten()
+                        for p in models[0][1].module.parameters()
+                    ])
+                    gathered = [
+                        torch.zeros_like(flat) for _ in range(world_size)
+                    ]
                     dist.all_gather(gathered, flat)
-                    out.append((classifier, stage, opts.get('mode'), i,
-                                differ, torch.equal(gathered[0],
-                                                    gathered[1])))
-            attached = [n for n, w in wrappers[0].items()
-                        if getattr(w, 'grad_sync', None) is not None]
+                    out.append((classifier, stage, opts.get('mode'), i, differ,
+                                torch.equal(gathered[0], gathered[1])))
+            attached = [
+                n for n, w in wrappers[0].items()
+                if getattr(w, 'grad_sync', None) is not None
+            ]
             out.append((classifier, 'attached', sorted(attached)))
         queue.put((rank, out))
         dist.barrier()
@@ -183,8 +199,8 @@ def sign_worker(rank, world_size, port, emb_path, amp_dtype, queue):
 
 
 @pytest.mark.parametrize('amp_dtype', [None, 'float16'])
-def test_two_process_sign_stages_ddp_equals_hand_average(embedding_table,
-                                                         amp_dtype):
+def test_two_process_sign_stages_ddp_equals_hand_average(
+        embedding_table, amp_dtype):
     for rank, out in spawn_two(sign_worker, embedding_table[0], amp_dtype):
         steps = [o for o in out if o[1] != 'attached']
         assert len(steps) == 2 * 8 - 2
@@ -220,12 +236,14 @@ def buffer_worker(rank, world_size, port, queue):
 
         wrapped = ZeroShotDataParallel(BNModel())
         for step in range(2):
-            x = torch.randn(8, 3, generator=torch.Generator().manual_seed(
-                10 * rank + step)) + rank
+            x = torch.randn(
+                8,
+                3,
+                generator=torch.Generator().manual_seed(10 * rank +
+                                                        step)) + rank
             wrapped.train_step(x, None)
         out = []
-        for t in (*wrapped.module.at_start,
-                  wrapped.module.bn.running_mean):
+        for t in (*wrapped.module.at_start, wrapped.module.bn.running_mean):
             gathered = [torch.zeros_like(t) for _ in range(world_size)]
             dist.all_gather(gathered, t)
             out.append(torch.equal(gathered[0], gathered[1]))

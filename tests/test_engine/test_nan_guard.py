@@ -10,13 +10,13 @@ import sys
 
 import numpy as np
 import pytest
+import tool_server
 import torch
+from e2e_utils import REPO, toy_workspace, write_config
 from mmengine.config import Config
 from mmengine.logging import MessageHub
 from mmengine.optim import OptimWrapper
 
-import tool_server
-from e2e_utils import REPO, toy_workspace, write_config
 from mmseg_sign.engine.optim_wrappers import MixedPrecisionOptimWrapper
 
 # the toy SIGN config, shrunk: 3 train + 1 transfer iterations, a
@@ -47,30 +47,39 @@ def train(workspace, name, *cfg_options):
     cfg = write_config(workspace / f'{name}.py', 'configs/sign/sign_toy.py',
                        SHORT)
     wd = str(workspace / f'wd_{name}')
-    cmd = [sys.executable, osp.join(REPO, 'tools', 'train.py'), cfg,
-           '--work-dir', wd]
+    cmd = [
+        sys.executable,
+        osp.join(REPO, 'tools', 'train.py'), cfg, '--work-dir', wd
+    ]
     if cfg_options:
         cmd += ['--cfg-options', *cfg_options]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = tool_server.run(cmd, cwd=workspace, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = tool_server.run(
+        cmd,
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300)
     return proc.returncode, proc.stderr, wd
 
 
 def saved_iters(wd):
-    return sorted(int(re.search(r'iter_(\d+)\.pth$', p).group(1))
-                  for p in glob.glob(osp.join(wd, 'iter_*.pth')))
+    return sorted(
+        int(re.search(r'iter_(\d+)\.pth$', p).group(1))
+        for p in glob.glob(osp.join(wd, 'iter_*.pth')))
 
 
 def assert_finite_checkpoints(wd):
     for it in saved_iters(wd):
-        state = torch.load(osp.join(wd, f'iter_{it}.pth'),
-                           map_location='cpu')['state_dict']
+        state = torch.load(
+            osp.join(wd, f'iter_{it}.pth'), map_location='cpu')['state_dict']
         for key, value in state.items():
             if value.is_floating_point():
                 assert value.isfinite().all(), (it, key)
 
 
+@pytest.mark.slow
 def test_huge_learning_rate_stops_at_the_first_nan_loss(workspace):
     """Generator lr 1e30: iteration 1 is finite (G's weights become
     ~1e30), iteration 2's G losses are NaN."""
@@ -87,6 +96,7 @@ def test_huge_learning_rate_stops_at_the_first_nan_loss(workspace):
     assert_finite_checkpoints(wd)
 
 
+@pytest.mark.slow
 def test_embedding_table_scaled_by_1e30_stops_before_a_nan_checkpoint(
         workspace):
     """A class-embedding table scaled by 1e30 (the loader accepts it: it
@@ -118,8 +128,8 @@ def test_embedding_table_scaled_by_1e30_stops_before_a_nan_checkpoint(
 def model(toy_root):
     from mmseg.registry import MODELS
     cfg = Config.fromfile(osp.join(REPO, 'configs/sign/sign_toy.py'))
-    cfg.model.decode_head.class_embeddings = osp.join(
-        toy_root, 'class_embeddings.npz')
+    cfg.model.decode_head.class_embeddings = osp.join(toy_root,
+                                                      'class_embeddings.npz')
     model = MODELS.build(cfg.model)
     model.stage, model.stage_iter = 'transfer', 4
     return model
@@ -136,9 +146,10 @@ def test_nan_loss_term_is_named_with_stage_and_iterations(model):
     hub.update_info('iter', 41)
     bias = model.decode_head.conv_seg.bias
     wrapper = OptimWrapper(torch.optim.SGD([bias], lr=0.1))
-    losses = dict(loss_ok=bias.sum() * 0 + 1.0,
-                  loss_bad=bias.sum() * float('nan'),
-                  acc_seg=torch.tensor(float('nan')))  # not a loss: ignored
+    losses = dict(
+        loss_ok=bias.sum() * 0 + 1.0,
+        loss_bad=bias.sum() * float('nan'),
+        acc_seg=torch.tensor(float('nan')))  # not a loss: ignored
     try:
         with pytest.raises(FloatingPointError) as info:
             model._update(wrapper, losses)
@@ -154,8 +165,8 @@ def test_nan_loss_term_is_named_with_stage_and_iterations(model):
 def test_finite_losses_pass_and_return_log_vars(model):
     bias = model.decode_head.conv_seg.bias
     wrapper = OptimWrapper(torch.optim.SGD([bias], lr=0.1))
-    log_vars = model._update(wrapper, dict(loss_a=(bias ** 2).sum(),
-                                           acc=torch.tensor(float('nan'))))
+    log_vars = model._update(
+        wrapper, dict(loss_a=(bias**2).sum(), acc=torch.tensor(float('nan'))))
     assert set(log_vars) == {'loss_a', 'acc'}
 
 
@@ -163,10 +174,11 @@ def test_infinite_gradient_plain_wrapper_is_an_error(model):
     """Plain OptimWrapper: the step writes -inf into the weights."""
     bias = model.decode_head.conv_seg.bias
     wrapper = OptimWrapper(torch.optim.SGD([bias], lr=0.1))
-    with pytest.raises(FloatingPointError,
-                       match=r'Non-finite weights after the optimizer step'
-                       r'.*loss_x = 0.*1 parameter tensor\(s\): '
-                       r'decode_head\.conv_seg\.bias'):
+    with pytest.raises(
+            FloatingPointError,
+            match=r'Non-finite weights after the optimizer step'
+            r'.*loss_x = 0.*1 parameter tensor\(s\): '
+            r'decode_head\.conv_seg\.bias'):
         model._update(wrapper, dict(loss_x=infinite_grad_loss(bias)))
 
 
@@ -174,7 +186,8 @@ def amp_wrapper(monkeypatch, params):
     """The project's float16 MixedPrecisionOptimWrapper (torch's CPU
     GradScaler, initial scale 2^16)."""
     return MixedPrecisionOptimWrapper(
-        optimizer=torch.optim.SGD(params, lr=0.1), dtype='float16',
+        optimizer=torch.optim.SGD(params, lr=0.1),
+        dtype='float16',
         loss_scale=dict(init_scale=2.0**16))
 
 

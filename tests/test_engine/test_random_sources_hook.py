@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from e2e_utils import REPO
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmengine.runner import Runner, set_random_seed
-
-from e2e_utils import REPO
 from mmseg.registry import MODELS
+
 from mmseg_sign.engine.hooks import RandomSourcesHook
 
 
@@ -21,8 +21,8 @@ def toy_cfg(toy_root, work_dir, seed=0, **hook):
     cfg = Config.fromfile(osp.join(REPO, 'configs', 'sign', 'sign_toy.py'))
     cfg.work_dir = str(work_dir)
     cfg.randomness = dict(seed=seed)
-    cfg.model.decode_head.class_embeddings = osp.join(
-        toy_root, 'class_embeddings.npz')
+    cfg.model.decode_head.class_embeddings = osp.join(toy_root,
+                                                      'class_embeddings.npz')
     for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         cfg[loader].dataset.data_root = toy_root
     cfg.default_hooks.sign_random.update(hook)
@@ -36,8 +36,10 @@ def start(runner):
     hook.before_run(runner)
     initialised = runner.model.is_init
     runner._init_model_weights()  # a no-op once initialised
-    return {k: v.detach().cpu().clone()
-            for k, v in runner.model.state_dict().items()}, initialised
+    return {
+        k: v.detach().cpu().clone()
+        for k, v in runner.model.state_dict().items()
+    }, initialised
 
 
 def reference_start(cfg, seed):
@@ -63,19 +65,20 @@ def test_the_schedules_initialise_on_the_cpu(toy_root, tmp_path):
     assert initialised  # by the hook, before mmengine's call
     assert_equal_states(state, reference_start(cfg, 3))
     # switched off: mmengine initialises (on the run's device)
-    off = Runner.from_cfg(toy_cfg(toy_root, tmp_path / 'b', seed=3,
-                                  init_on_cpu=False))
+    off = Runner.from_cfg(
+        toy_cfg(toy_root, tmp_path / 'b', seed=3, init_on_cpu=False))
     hook, = [h for h in off.hooks if isinstance(h, RandomSourcesHook)]
     hook.before_run(off)
     assert not off.model.is_init
 
 
-def test_init_seed_is_the_only_source_of_the_initial_weights(toy_root,
-                                                              tmp_path):
+@pytest.mark.slow
+def test_init_seed_is_the_only_source_of_the_initial_weights(
+        toy_root, tmp_path):
     starts, streams = [], []
     for i, (seed, init_seed) in enumerate([(1, 5), (2, 5), (1, 6)]):
-        runner = Runner.from_cfg(toy_cfg(toy_root, tmp_path / str(i), seed,
-                                         init_seed=init_seed))
+        runner = Runner.from_cfg(
+            toy_cfg(toy_root, tmp_path / str(i), seed, init_seed=init_seed))
         before = torch.get_rng_state()
         starts.append(start(runner)[0])
         # the run's own generator is left as it was
@@ -110,8 +113,11 @@ def test_draws_seed_reseeds_before_the_first_iteration_only():
 
 
 @pytest.mark.parametrize('kwargs', [
-    dict(init_seed=-1), dict(draws_seed='3'), dict(init_seed=True),
-    dict(init_on_cpu='yes')])
+    dict(init_seed=-1),
+    dict(draws_seed='3'),
+    dict(init_seed=True),
+    dict(init_on_cpu='yes')
+])
 def test_bad_settings(kwargs):
     with pytest.raises(ValueError, match='RandomSourcesHook'):
         RandomSourcesHook(**kwargs)

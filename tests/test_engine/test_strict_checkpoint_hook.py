@@ -8,12 +8,14 @@ import sys
 from collections import OrderedDict
 
 import pytest
-import torch
-from mmengine.config import Config
-
 import tool_server
+import torch
 from e2e_utils import (REPO, last_metrics, mmseg_tool, toy_workspace,
                        write_config)
+from mmengine.config import Config
+
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope='module')
@@ -24,8 +26,8 @@ def setup(tmp_path_factory, toy_root):
     ws = toy_workspace(tmp_path_factory, toy_root, 'strict_ws')
     cfg_path = write_config(ws / 'sign.py', 'configs/sign/sign_toy.py', '')
     cfg = Config.fromfile(cfg_path)
-    cfg.model.decode_head.class_embeddings = str(
-        ws / 'data' / 'toy' / 'class_embeddings.npz')
+    cfg.model.decode_head.class_embeddings = str(ws / 'data' / 'toy' /
+                                                 'class_embeddings.npz')
     model = MODELS.build(cfg.model)
     return ws, cfg_path, model
 
@@ -41,14 +43,14 @@ def save(ws, name, state_dict, classes=None):
 
 def run_test_tool(ws, cfg_path, ckpt, *extra, tool=None):
     tool = tool or osp.join(REPO, 'tools', 'test.py')
-    cmd = [sys.executable, tool, cfg_path,
-           ckpt, '--work-dir', str(ws / f'wd_{osp.basename(ckpt)}'), *extra]
+    cmd = [
+        sys.executable, tool, cfg_path, ckpt, '--work-dir',
+        str(ws / f'wd_{osp.basename(ckpt)}'), *extra
+    ]
     env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
-    proc = tool_server.run(cmd, cwd=ws, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = tool_server.run(
+        cmd, cwd=ws, env=env, capture_output=True, text=True, timeout=300)
     return proc.returncode, proc.stdout + proc.stderr
-
-
 
 
 def test_empty_checkpoint_fails_and_lenient_load_keeps_mmengine(setup):
@@ -101,9 +103,9 @@ def test_matching_checkpoint_is_evaluated(setup):
     """The model's own state dict, saved as DDP would ('module.' prefix)
     and without BN's num_batches_tracked: loads strictly, rc 0."""
     ws, cfg_path, model = setup
-    state = OrderedDict(
-        (f'module.{k}', v) for k, v in model.state_dict().items()
-        if 'num_batches_tracked' not in k)
+    state = OrderedDict((f'module.{k}', v)
+                        for k, v in model.state_dict().items()
+                        if 'num_batches_tracked' not in k)
     ckpt = save(ws, 'good', state, model.decode_head.class_names)
     rc, out = run_test_tool(ws, cfg_path, ckpt)
     assert rc == 0, out[-3000:]
@@ -145,11 +147,13 @@ def test_checkpoint_mismatches_in_process(setup):
     assert checkpoint_mismatches(model, state) == []  # bare state dict
     classes = model.decode_head.class_names
     meta = dict(dataset_meta=dict(classes=classes[:3]))
-    assert checkpoint_mismatches(
-        model, dict(state_dict=state, meta=meta), classes) == [
+    assert checkpoint_mismatches(model, dict(
+        state_dict=state, meta=meta), classes) == [
             'the checkpoint was trained on 3 classes, the test dataset has '
-            '10']
-    assert checkpoint_mismatches(model, [1, 2]) == [
-        'it holds a list, not a dict with a state_dict']
+            '10'
+        ]
+    assert checkpoint_mismatches(
+        model, [1, 2]) == ['it holds a list, not a dict with a state_dict']
     assert checkpoint_mismatches(model, dict(state_dict=None)) == [
-        "its 'state_dict' is a NoneType, not a dict of tensors"]
+        "its 'state_dict' is a NoneType, not a dict of tensors"
+    ]

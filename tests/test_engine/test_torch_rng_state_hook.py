@@ -8,13 +8,15 @@ import torch
 from mmseg_sign.engine.hooks.torch_rng_state_hook import as_rng_state
 
 
-@pytest.mark.parametrize('convert', [
-    lambda s: s.to(torch.int64),             # a cast
-    lambda s: s.to(torch.int32)[::1],        # another integer dtype
-    lambda s: s.numpy(),                     # an array
-    lambda s: s.tolist(),                    # a list
-    lambda s: torch.stack([s, s], 1)[:, 0],  # non-contiguous bytes
-])
+@pytest.mark.parametrize(
+    'convert',
+    [
+        lambda s: s.to(torch.int64),  # a cast
+        lambda s: s.to(torch.int32)[::1],  # another integer dtype
+        lambda s: s.numpy(),  # an array
+        lambda s: s.tolist(),  # a list
+        lambda s: torch.stack([s, s], 1)[:, 0],  # non-contiguous bytes
+    ])
 def test_moved_state_restores_the_stream(convert):
     torch.manual_seed(3)
     saved = torch.get_rng_state()
@@ -31,8 +33,10 @@ def test_moved_state_restores_the_stream(convert):
     assert torch.equal(torch.rand(5), want)
 
 
-@pytest.mark.parametrize('bad', [torch.rand(8), torch.tensor([1, 300]),
-                                 np.array([-1, 2])])
+@pytest.mark.parametrize(
+    'bad',
+    [torch.rand(8), torch.tensor([1, 300]),
+     np.array([-1, 2])])
 def test_not_a_state_is_named(bad):
     with pytest.raises(ValueError, match='not a generator state'):
         as_rng_state(bad, 'CPU RNG state')
@@ -57,21 +61,25 @@ def test_damaged_states_are_named_on_resume(damaged, message):
     state gave torch's raw TypeError / RuntimeError deep in the resume."""
     from mmseg_sign.engine.hooks import TorchRNGStateHook
     before = torch.get_rng_state()
-    with pytest.raises(ValueError, match=message + '.*delete its '
-                       '`torch_rng_state` key'):
+    with pytest.raises(
+            ValueError, match=message + '.*delete its '
+            '`torch_rng_state` key'):
         TorchRNGStateHook().after_load_checkpoint(
             _Resuming(), dict(torch_rng_state=dict(cpu=damaged)))
     assert torch.equal(torch.get_rng_state(), before)
-    with pytest.raises(ValueError, match="not the dict TorchRNGStateHook "
-                       "saves .*it is str 'abc'"):
-        TorchRNGStateHook().after_load_checkpoint(
-            _Resuming(), dict(torch_rng_state='abc'))
+    with pytest.raises(
+            ValueError,
+            match="not the dict TorchRNGStateHook "
+            "saves .*it is str 'abc'"):
+        TorchRNGStateHook().after_load_checkpoint(_Resuming(),
+                                                  dict(torch_rng_state='abc'))
 
 
 def test_a_checkpoint_without_a_state_resumes_with_a_note(capsys):
     """Issue 41: a checkpoint saved without the hook resumed with other
     draws than an uninterrupted run's, and nothing said so."""
     from mmengine.logging import MMLogger
+
     from mmseg_sign.engine.hooks import TorchRNGStateHook
     MMLogger.get_instance('test_rng_note')  # the current one, on capsys
     before = torch.get_rng_state()

@@ -20,8 +20,8 @@ def test_two_images_by_hand():
     sd = np.sqrt(p @ h**2 - (p @ h)**2)  # 24.43
     inter = np.array([[10, 0], [5, 5]])
     union = np.array([[10, 10], [10, 5]])
-    out = bootstrap_gzsl(inter, union, np.array([False, True]),
-                         resamples=20000, seed=1)
+    out = bootstrap_gzsl(
+        inter, union, np.array([False, True]), resamples=20000, seed=1)
     assert out['hIoU_boot_sd'] == pytest.approx(sd, abs=0.5)
     # seen: 100, 50, 75 -> sd 17.68; unseen: 0, 100, 33.3 -> sd 36.0
     seen = np.array([100, 50, 75.0])
@@ -43,8 +43,7 @@ def test_matches_a_naive_resampling_loop():
         s, u = iou[~unseen].mean() * 100, iou[unseen].mean() * 100
         naive.append(2 * s * u / (s + u))
     out = bootstrap_gzsl(inter, union, unseen, resamples=3000)
-    assert out['hIoU_boot_sd'] == pytest.approx(np.std(naive, ddof=1),
-                                                rel=0.1)
+    assert out['hIoU_boot_sd'] == pytest.approx(np.std(naive, ddof=1), rel=0.1)
     # the same counts and seed give the same answer; the global numpy and
     # torch streams are not drawn from
     state = np.random.get_state()[1].copy(), torch.get_rng_state()
@@ -57,21 +56,25 @@ def test_identical_images_have_no_spread():
     inter = np.tile([[3, 4, 1]], (8, 1))
     union = np.tile([[5, 6, 2]], (8, 1))
     out = bootstrap_gzsl(inter, union, np.array([False, True, False]), 100)
-    assert out == {'mIoU_seen_boot_sd': 0.0, 'mIoU_unseen_boot_sd': 0.0,
-                   'hIoU_boot_sd': 0.0}
+    assert out == {
+        'mIoU_seen_boot_sd': 0.0,
+        'mIoU_unseen_boot_sd': 0.0,
+        'hIoU_boot_sd': 0.0
+    }
 
 
 def test_metric_reports_the_spread():
     metric = GZSLIoUMetric(bootstrap=500)
-    metric.dataset_meta = dict(classes=('a', 'b', 'c'),
-                               unseen_classes=('c', ))
+    metric.dataset_meta = dict(classes=('a', 'b', 'c'), unseen_classes=('c', ))
     rng = np.random.default_rng(3)
     for _ in range(6):
         label = rng.integers(0, 3, size=(9, 9))
         pred = np.where(rng.random((9, 9)) < 0.7, label, 0)
-        metric.process({}, [dict(
-            pred_sem_seg=dict(data=torch.from_numpy(pred)[None]),
-            gt_sem_seg=dict(data=torch.from_numpy(label)[None]))])
+        metric.process({}, [
+            dict(
+                pred_sem_seg=dict(data=torch.from_numpy(pred)[None]),
+                gt_sem_seg=dict(data=torch.from_numpy(label)[None]))
+        ])
     inter = np.stack([r[0].numpy() for r in metric.results])
     union = np.stack([r[1].numpy() for r in metric.results])
     out = metric.compute_metrics(metric.results)

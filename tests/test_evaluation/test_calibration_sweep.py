@@ -4,16 +4,16 @@ calibration_best and AUSUC against a hand trapezoid, memory that does not
 depend on the image size, the plot tool, and an end-to-end tools/test.py
 run on the toy data."""
 import json
-import re
 import os.path as osp
+import re
 import sys
 
 import numpy as np
 import pytest
-import torch
-
 import tool_server
+import torch
 from e2e_utils import REPO, last_metrics, run_tool, write_config
+
 from mmseg_sign.evaluation import GZSLIoUMetric
 
 CLASSES = ('a', 'b', 'c', 'd')
@@ -70,9 +70,10 @@ def sample(lg, lb, pred=None):
     lg = torch.from_numpy(lg)
     if pred is None:
         pred = lg.argmax(0)
-    return dict(seg_logits=dict(data=lg),
-                pred_sem_seg=dict(data=torch.as_tensor(pred)[None]),
-                gt_sem_seg=dict(data=torch.from_numpy(lb)[None]))
+    return dict(
+        seg_logits=dict(data=lg),
+        pred_sem_seg=dict(data=torch.as_tensor(pred)[None]),
+        gt_sem_seg=dict(data=torch.from_numpy(lb)[None]))
 
 
 def run(metric, logits, labels):
@@ -83,8 +84,8 @@ def run(metric, logits, labels):
 
 def test_sweep_against_naive_reference(tmp_path):
     logits, labels = hand_example()
-    metric = make_metric(calibration_sweep=SWEEP,
-                         calibration_dir=str(tmp_path))
+    metric = make_metric(
+        calibration_sweep=SWEEP, calibration_dir=str(tmp_path))
     out = run(metric, logits, labels)
     with open(tmp_path / 'calibration_sweep.json') as f:
         curve = json.load(f)
@@ -111,8 +112,8 @@ def test_sweep_against_naive_reference(tmp_path):
 
 def test_gamma_zero_equals_usual_keys(tmp_path):
     logits, labels = hand_example()
-    metric = make_metric(calibration_sweep=[0.0, 1.0],
-                         calibration_dir=str(tmp_path))
+    metric = make_metric(
+        calibration_sweep=[0.0, 1.0], calibration_dir=str(tmp_path))
     out = run(metric, logits, labels)
     with open(tmp_path / 'calibration_sweep.json') as f:
         p0 = json.load(f)['points'][0]
@@ -148,38 +149,46 @@ def test_missing_seg_logits_is_a_clear_error():
         metric.process({}, [s])
 
 
+@pytest.mark.slow
 def test_plot_tool_writes_png(tmp_path):
     logits, labels = hand_example()
-    run(make_metric(calibration_sweep=SWEEP, calibration_dir=str(tmp_path)),
+    run(
+        make_metric(calibration_sweep=SWEEP, calibration_dir=str(tmp_path)),
         logits, labels)
     png = tmp_path / 'curve.png'
-    tool_server.run(
-        [sys.executable, osp.join(REPO, 'tools', 'analysis',
-                                  'plot_calibration.py'),
-         str(tmp_path / 'calibration_sweep.json'), '--out', str(png)],
-        check=True, capture_output=True, timeout=120)
+    tool_server.run([
+        sys.executable,
+        osp.join(REPO, 'tools', 'analysis', 'plot_calibration.py'),
+        str(tmp_path / 'calibration_sweep.json'), '--out',
+        str(png)
+    ],
+                    check=True,
+                    capture_output=True,
+                    timeout=120)
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
 
 
+@pytest.mark.slow
 def test_tools_test_end_to_end(tmp_path):
     from mmengine.config import Config
     from mmseg.registry import MODELS
+
     from mmseg_sign.analysis.toy_data import make_toy_dataset
     data = tmp_path / 'data' / 'toy'
     make_toy_dataset(str(data), num_train=4, num_val=4, seed=0)
     cfg_path = write_config(tmp_path / 'sign.py', 'configs/sign/sign_toy.py',
                             '')
     cfg = Config.fromfile(cfg_path)
-    cfg.model.decode_head.class_embeddings = str(
-        data / 'class_embeddings.npz')
+    cfg.model.decode_head.class_embeddings = str(data / 'class_embeddings.npz')
     torch.manual_seed(0)
     model = MODELS.build(cfg.model)
     ckpt = str(tmp_path / 'model.pth')
     torch.save({'state_dict': model.state_dict(), 'meta': {}}, ckpt)
     work = str(tmp_path / 'wd')
-    out = run_tool(['test.py', cfg_path, ckpt, '--work-dir', work,
-                    '--cfg-options',
-                    'test_evaluator.calibration_sweep=[0,0.5,1]'],
+    out = run_tool([
+        'test.py', cfg_path, ckpt, '--work-dir', work, '--cfg-options',
+        'test_evaluator.calibration_sweep=[0,0.5,1]'
+    ],
                    cwd=str(tmp_path))
     assert 'calibration sweep (γ subtracted from seen-class scores' in out
     table = out[out.index('calibration sweep (γ'):]

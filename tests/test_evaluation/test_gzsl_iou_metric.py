@@ -51,8 +51,9 @@ def random_batch(seed, absent=4):
     for _ in range(3):
         label = rng.choice([0, 1, 2, 3, 5], size=(13, 17))
         label[rng.random(label.shape) < 0.1] = 255
-        pred = np.where(rng.random(label.shape) < 0.6, label,
-                        rng.choice([0, 1, 2, 3, 5], size=label.shape))
+        pred = np.where(
+            rng.random(label.shape) < 0.6, label,
+            rng.choice([0, 1, 2, 3, 5], size=label.shape))
         pred[pred == 255] = 0
         preds.append(pred.astype(np.int64))
         labels.append(label.astype(np.int64))
@@ -64,7 +65,8 @@ def test_gzsl_metric_matches_naive_confusion_matrix(seed):
     preds, labels = random_batch(seed)
     metric = GZSLIoUMetric()
     metric.dataset_meta = dict(
-        classes=CLASSES, seen_classes=('a', 'b', 'd', 'e'),
+        classes=CLASSES,
+        seen_classes=('a', 'b', 'd', 'e'),
         unseen_classes=UNSEEN)
     got = run_metric(metric, preds, labels)
     want = naive_gzsl(preds, labels, len(CLASSES), [2, 5])
@@ -146,10 +148,13 @@ def test_split_errors_are_clear():
 def test_a_misspelled_argument_is_an_error():
     """Issue 41: mmseg's IoUMetric drops unknown ``**kwargs``, so
     ``calibraton_sweep=[...]`` gave no sweep and no word."""
-    with pytest.raises(ValueError, match=r"unknown arguments "
-                       r"\['calibraton_sweep'\]; its own: \['bootstrap', "
-                       r"'calibration_dir', 'calibration_sweep'"):
+    with pytest.raises(
+            ValueError,
+            match=r"unknown arguments "
+            r"\['calibraton_sweep'\]; its own: \['bootstrap', "
+            r"'calibration_dir', 'calibration_sweep'"):
         GZSLIoUMetric(calibraton_sweep=[0.0, 1.0])
-    metric = GZSLIoUMetric(calibration_sweep=[0.0, 1.0], nan_to_num=0,
-                           prefix='gzsl')  # IoUMetric's own, by name
+    metric = GZSLIoUMetric(
+        calibration_sweep=[0.0, 1.0], nan_to_num=0,
+        prefix='gzsl')  # IoUMetric's own, by name
     assert metric.prefix == 'gzsl' and metric.nan_to_num == 0

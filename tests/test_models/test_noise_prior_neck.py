@@ -1,13 +1,14 @@
 """NoisePriorNeck (ZS3Net's latent): Gaussian noise that does not depend on
 the image, zero at test time, the KL term exactly 0."""
 import torch
-
 from mmseg.registry import MODELS
 
 
 def test_zs3net_latent_is_noise_independent_of_the_image():
-    neck = MODELS.build(dict(type='NoisePriorNeck', in_channels=4,
-                             channels=6, dilations=(1, 2)))
+    neck = MODELS.build(
+        dict(
+            type='NoisePriorNeck', in_channels=4, channels=6,
+            dilations=(1, 2)))
     a, b = torch.randn(2, 4, 5, 5), 10 * torch.randn(2, 4, 5, 5)
     torch.manual_seed(3)
     feats_a, mu, logvar, z_a = neck([a])

@@ -21,8 +21,8 @@ def test_relative_pe_values_by_hand():
     v, u = 1, 3
     pos_u, pos_v = 512 * u / w, 512 * v / h  # 192, 128
     for c in range(4):
-        assert pe[c, v, u].item() == pytest.approx(hand_pe(pos_u, c, 4),
-                                                   abs=1e-6)
+        assert pe[c, v, u].item() == pytest.approx(
+            hand_pe(pos_u, c, 4), abs=1e-6)
         assert pe[4 + c, v, u].item() == pytest.approx(
             hand_pe(pos_v, c, 4), abs=1e-6)
     # e.g. channel 2: sin(192 / 10000^(2/4)) = sin(1.92)
@@ -44,11 +44,11 @@ def test_absolute_and_interp():
     pe = positional_encoding_2d(3, 5, 8, 'absolute')
     assert pe[1, 2, 4].item() == pytest.approx(math.cos(4.0), abs=1e-6)
     assert pe[4, 2, 4].item() == pytest.approx(math.sin(2.0), abs=1e-6)
-    same = positional_encoding_2d(3, 5, 8, 'absolute_interp', train_size=(3,
-                                                                          5))
+    same = positional_encoding_2d(
+        3, 5, 8, 'absolute_interp', train_size=(3, 5))
     torch.testing.assert_close(same, pe)
-    bigger = positional_encoding_2d(6, 10, 8, 'absolute_interp',
-                                    train_size=(3, 5))
+    bigger = positional_encoding_2d(
+        6, 10, 8, 'absolute_interp', train_size=(3, 5))
     assert bigger.shape == (8, 6, 10)
     none = positional_encoding_2d(3, 5, 8, 'none')
     assert not none.any()

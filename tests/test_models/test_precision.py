@@ -16,11 +16,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from mmseg_sign.models.discriminators import discriminator_loss
 from mmseg_sign.models.generators import class_mmd_loss
 from mmseg_sign.models.losses import (adversarial_loss, annealed_weights,
                                       gaussian_mmd, kl_divergence)
 from mmseg_sign.models.necks.sim_encoders import SelfAttentionEncoder
-from mmseg_sign.models.discriminators import discriminator_loss
 
 DTYPES = (torch.bfloat16, torch.float16)
 #: relative tolerance per autocast dtype (output and gradient norm)
@@ -31,12 +31,16 @@ def run(fn, inputs, dtype=None, weights=None):
     """``fn(*inputs)`` and the gradients of ``Σ weights · output`` w.r.t.
     the floating inputs; with ``dtype`` under autocast, the inputs cast to
     ``dtype`` first (the output of a half-precision layer)."""
-    leaves = [x.detach().clone().requires_grad_(x.is_floating_point())
-              for x in inputs]
+    leaves = [
+        x.detach().clone().requires_grad_(x.is_floating_point())
+        for x in inputs
+    ]
     ctx = torch.autocast('cpu', dtype=dtype) if dtype else nullcontext()
     with ctx:
-        args = [x.to(dtype) if dtype and x.is_floating_point() else x
-                for x in leaves]
+        args = [
+            x.to(dtype) if dtype and x.is_floating_point() else x
+            for x in leaves
+        ]
         out = fn(*args)
     out = out.float()
     w = torch.ones_like(out) if weights is None else weights
@@ -45,8 +49,8 @@ def run(fn, inputs, dtype=None, weights=None):
 
 
 def rel_err(a, b):
-    return float((a.float() - b.float()).norm() / b.float().norm().clamp(
-        min=1e-30))
+    return float(
+        (a.float() - b.float()).norm() / b.float().norm().clamp(min=1e-30))
 
 
 def assert_close(fn, inputs, dtype, tol=None, weights=None):
@@ -90,8 +94,8 @@ def test_kl_divergence_matches_fp32(dtype):
     """KL of a latent near N(0, I) (the SIM's init: logvar ≈ 0, where
     ``1 + logvar - mu² - exp(logvar)`` cancels), α = 100 included."""
     for scale in (0.01, 0.05, 0.5):
-        assert_close(lambda *a: 100 * kl_divergence(*a),
-                     kl_inputs(scale), dtype)
+        assert_close(lambda *a: 100 * kl_divergence(*a), kl_inputs(scale),
+                     dtype)
 
 
 @pytest.mark.parametrize('dtype', DTYPES)
@@ -137,16 +141,16 @@ def mmd_inputs(norm=None, seed=0, n=48, d=32):
 def test_gaussian_mmd_matches_fp32(dtype):
     real, fake, _ = mmd_inputs()
     sigmas = [v**0.5 for v in (2, 5, 10, 20, 40, 60)]
-    assert_close(lambda x, y: gaussian_mmd(x, y, sigmas), [real, fake],
-                 dtype)
+    assert_close(lambda x, y: gaussian_mmd(x, y, sigmas), [real, fake], dtype)
 
 
 @pytest.mark.parametrize('estimator', ['squared', 'released'])
 @pytest.mark.parametrize('dtype', DTYPES)
 def test_class_mmd_loss_matches_fp32(dtype, estimator):
     real, fake, labels = mmd_inputs()
-    assert_close(lambda x, y, c: 50 * class_mmd_loss(
-        x, y, c, (2, 5, 10, 20, 40, 60), estimator),
+    assert_close(
+        lambda x, y, c: 50 * class_mmd_loss(x, y, c,
+                                            (2, 5, 10, 20, 40, 60), estimator),
         [real, fake, labels], dtype)
 
 
@@ -245,8 +249,8 @@ def test_pseudo_label_confidences_in_float32(dtype, embedding_table):
     rounded = logits.to(dtype).float()
     ref_t, ref_w, _ = head.pseudo_labels(rounded, ds, 'AST', 0.05, 75.0)
     with torch.autocast('cpu', dtype=dtype):
-        t, w, stats = head.pseudo_labels(logits.to(dtype), ds, 'AST', 0.05,
-                                         75.0)
+        t, w, stats = head.pseudo_labels(
+            logits.to(dtype), ds, 'AST', 0.05, 75.0)
     assert w.dtype == torch.float32
     assert torch.equal(t, ref_t)
     assert torch.allclose(w, ref_w, rtol=1e-6, atol=0)
@@ -286,9 +290,10 @@ def test_weighted_cross_entropy_matches_fp32(dtype, embedding_table):
     logits = 3 * torch.randn(2, 5, 4, 6, generator=g)
     labels = torch.randint(0, 5, (2, 8, 12), generator=g)
     labels[:, :2] = 255
-    weights = torch.rand(2, 8, 12, generator=g) ** 4  # many small weights
+    weights = torch.rand(2, 8, 12, generator=g)**4  # many small weights
     assert_close(lambda x, y, w: head._weighted_cross_entropy(x, y, w),
                  [logits, labels, weights], dtype)
-    assert_close(lambda x, y: head._cross_entropy(
-        F.interpolate(x, size=(8, 12), mode='bilinear'), y),
+    assert_close(
+        lambda x, y: head._cross_entropy(
+            F.interpolate(x, size=(8, 12), mode='bilinear'), y),
         [logits, labels], dtype)

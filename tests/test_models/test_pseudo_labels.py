@@ -30,8 +30,8 @@ def test_ast_pseudo_labels_only_on_ignored_valid_pixels():
     # seen labels kept with weight 1; padding never pseudo-labelled
     assert target.tolist() == [[0, 1, IGN], [2, 3, IGN]]
     # two pseudo pixels, confidences 0.6 and 0.6 -> weights exp(0) = 1
-    torch.testing.assert_close(weight, torch.tensor([[1., 1., 0.],
-                                                     [1., 1., 0.]]))
+    torch.testing.assert_close(weight,
+                               torch.tensor([[1., 1., 0.], [1., 1., 0.]]))
     torch.testing.assert_close(conf, torch.tensor([0.6, 0.6]))
 
 
@@ -90,9 +90,11 @@ def test_st_mode_drops_unconfident_pseudo_labels():
 def test_st_topk_mode_is_cagnets_rank_rule():
     """CaGNet: the best unseen class labels a pixel when it ranks among
     the pixel's top_k classes."""
-    probs = torch.tensor([[[0.5, 0.1, 0.3]],   # class 0 (seen)
-                          [[0.3, 0.2, 0.6]],   # class 1 (seen)
-                          [[0.2, 0.7, 0.1]]])  # class 2 (unseen)
+    probs = torch.tensor([
+        [[0.5, 0.1, 0.3]],  # class 0 (seen)
+        [[0.3, 0.2, 0.6]],  # class 1 (seen)
+        [[0.2, 0.7, 0.1]]
+    ])  # class 2 (unseen)
     label = torch.full((1, 3), IGN)
     # ranks of class 2: pixel 0 third, pixel 1 first, pixel 2 third
     target, weight, conf = pseudo_label_image(
@@ -131,12 +133,17 @@ def test_ast_on_predicted_unseen_candidates_by_hand():
     them."""
     probs, label = five_pixels()
     target, weight, conf = pseudo_label_image(
-        probs, label, torch.tensor([2]), mode='AST', temperature=0.5,
+        probs,
+        label,
+        torch.tensor([2]),
+        mode='AST',
+        temperature=0.5,
         candidates='predicted_unseen')
     # pixels 0 (p 0.9) and 2 (p 0.8) are predicted unseen; 1, 3 class 1
     assert target.tolist() == [[2, IGN, 2, IGN, 0]]
-    torch.testing.assert_close(weight, torch.tensor(
-        [[1.0, 0.0, math.exp(-0.1 / 0.5), 0.0, 1.0]]))
+    torch.testing.assert_close(
+        weight, torch.tensor([[1.0, 0.0,
+                               math.exp(-0.1 / 0.5), 0.0, 1.0]]))
     torch.testing.assert_close(conf, torch.tensor([0.9, 0.8]))
     # the paper's AST labels all four ignored pixels
     target, weight, _ = pseudo_label_image(
@@ -144,5 +151,5 @@ def test_ast_on_predicted_unseen_candidates_by_hand():
     assert target.tolist() == [[2, 2, 2, 2, 0]]
     assert weight[0, 3].item() == pytest.approx(math.exp(-0.7 / 0.5))
     with pytest.raises(ValueError, match='candidates'):
-        pseudo_label_image(probs, label, torch.tensor([2]), mode='AST',
-                           candidates='all')
+        pseudo_label_image(
+            probs, label, torch.tensor([2]), mode='AST', candidates='all')

@@ -5,17 +5,24 @@ import pytest
 import torch
 import torch.nn.functional as F
 from mmengine.structures import PixelData
-
 from mmseg.registry import MODELS
 from mmseg.structures import SegDataSample
 
 
 def build_head(path, **kwargs):
-    cfg = dict(type='SIGNHead', in_channels=8, channels=8, num_classes=5,
-               class_embeddings=path, latent_channels=4,
-               generator_hidden=(16, ), generator_dropout=0.1,
-               discriminator_hidden=(16, ), trunk_channels=16,
-               unseen_classes=['c3', 'c4'], mmd_max_pixels=10)
+    cfg = dict(
+        type='SIGNHead',
+        in_channels=8,
+        channels=8,
+        num_classes=5,
+        class_embeddings=path,
+        latent_channels=4,
+        generator_hidden=(16, ),
+        generator_dropout=0.1,
+        discriminator_hidden=(16, ),
+        trunk_channels=16,
+        unseen_classes=['c3', 'c4'],
+        mmd_max_pixels=10)
     cfg.update(kwargs)
     return MODELS.build(cfg)
 
@@ -91,8 +98,8 @@ def test_pseudo_label_ratio_cap_by_hand(embedding_table):
     logits = torch.zeros(1, 5, 2, 4)
     logits[0, 3] = 2.0  # c3 is the best unseen class everywhere, p equal
     data = samples([label])
-    targets, weights, stats = head.pseudo_labels(
-        logits, data, 'AST', 1.0, 75.0)
+    targets, weights, stats = head.pseudo_labels(logits, data, 'AST', 1.0,
+                                                 75.0)
     assert (targets[0][label == 255] == 3).all()
     assert weights.sum() == pytest.approx(2 + 6)  # uniform AST weights 1
     assert stats['st_scale'] == 1
@@ -126,13 +133,13 @@ def test_one_class_name_is_one_class(embedding_table):
     import numpy as np
     path, names = embedding_table
     rows = dict(zip(names, np.load(path)['embeddings']))
-    head = build_head(path, num_classes=4, held_out_classes='c2',
-                      unseen_classes='c4')
+    head = build_head(
+        path, num_classes=4, held_out_classes='c2', unseen_classes='c4')
     assert head.held_out_classes == ('c2', )
     assert head.class_names == ('c0', 'c1', 'c3', 'c4')
     assert head.unseen_ids.tolist() == [3]
-    listed = build_head(path, num_classes=4, held_out_classes=['c2'],
-                        unseen_classes=['c4'])
+    listed = build_head(
+        path, num_classes=4, held_out_classes=['c2'], unseen_classes=['c4'])
     assert torch.equal(head.class_embedding, listed.class_embedding)
     assert torch.equal(head.unseen_mask, listed.unseen_mask)
     # the kept rows are the file's rows, c2 left out
@@ -150,13 +157,13 @@ def test_calibration_lowers_seen_scores(embedding_table):
     head.calibration = 0.0
     plain = head.predict(feats, metas, dict())
     diff = plain - cal
-    torch.testing.assert_close(diff[0, :3], torch.full_like(diff[0, :3],
-                                                            0.5))
+    torch.testing.assert_close(diff[0, :3], torch.full_like(diff[0, :3], 0.5))
     torch.testing.assert_close(diff[0, 3:], torch.zeros_like(diff[0, 3:]))
 
 
 def naive_mmd(x, y, variances):
     """Biased MMD² written as double loops, kernel Σ_v exp(-d² / (2v))."""
+
     def k(a, b):
         d2 = sum((u - v)**2 for u, v in zip(a, b))
         return sum(math.exp(-d2 / (2 * v)) for v in variances)
@@ -173,25 +180,33 @@ def test_generator_sees_the_sim_latent_and_mmd_uses_variances(
     """G's input is cat(M(y), z) with the SIM's own z of the same pixel;
     loss_mmd = β Σ_c MMD²(real_c, fake_c) with variance-named kernels."""
     torch.manual_seed(0)
-    head = build_head(embedding_table[0], classifier=classifier,
-                      mmd_max_pixels=1000, mmd_kernel_variances=(2, 60),
-                      loss_mmd_weight=3.0).eval()
+    head = build_head(
+        embedding_table[0],
+        classifier=classifier,
+        mmd_max_pixels=1000,
+        mmd_kernel_variances=(2, 60),
+        loss_mmd_weight=3.0).eval()
     labels = torch.randint(0, 3, (2, 4, 6))
     labels[0, 0] = 255
     feats = features()
     gen, real, fake, picked = head.loss_generator(feats, samples(labels))
     flat = labels.flatten()
-    idx = torch.cat([(flat == c).nonzero().flatten() for c in flat[
-        flat != 255].unique()])
+    idx = torch.cat([(flat == c).nonzero().flatten()
+                     for c in flat[flat != 255].unique()])
     assert torch.equal(picked, flat[idx])
-    pix = lambda t: t.detach().permute(0, 2, 3, 1).reshape(-1, t.shape[1])
+
+    def pix(t):
+        return t.detach().permute(0, 2, 3, 1).reshape(-1, t.shape[1])
+
     torch.testing.assert_close(real, pix(feats[0])[idx])
-    torch.testing.assert_close(fake, head.generate(flat[idx],
-                                                   pix(feats[3])[idx]))
+    torch.testing.assert_close(fake,
+                               head.generate(flat[idx],
+                                             pix(feats[3])[idx]))
     assert ((fake > 0) & (fake < 1)).all()  # sigmoid output, as F_x
     want = 3.0 * sum(
-        naive_mmd(real[picked == c].tolist(), fake[picked == c].tolist(),
-                  (2, 60)) for c in picked.unique())
+        naive_mmd(real[picked == c].tolist(), fake[picked == c].tolist(), (2,
+                                                                           60))
+        for c in picked.unique())
     assert gen['loss_mmd'].item() == pytest.approx(want, rel=1e-4)
 
 
@@ -200,18 +215,20 @@ def test_released_mmd_estimator_and_summed_d_loss(embedding_table):
     (authors_recipe R3); adv_d_reduction='sum': D's loss is the real and
     fake log losses summed, not averaged (R2)."""
     torch.manual_seed(0)
-    head = build_head(embedding_table[0], mmd_max_pixels=1000,
-                      mmd_kernel_variances=(2, 60), loss_mmd_weight=3.0,
-                      mmd_estimator='released',
-                      adv_d_reduction='sum').eval()
+    head = build_head(
+        embedding_table[0],
+        mmd_max_pixels=1000,
+        mmd_kernel_variances=(2, 60),
+        loss_mmd_weight=3.0,
+        mmd_estimator='released',
+        adv_d_reduction='sum').eval()
     labels = torch.randint(0, 3, (2, 4, 6))
     feats = features()
     gen, real, fake, picked = head.loss_generator(feats, samples(labels))
     classes = picked.unique()
     want = 3.0 * sum(
-        math.sqrt(0.5 * naive_mmd(real[picked == c].tolist(),
-                                  fake[picked == c].tolist(), (2, 60)))
-        for c in classes) / len(classes)
+        math.sqrt(0.5 * naive_mmd(real[picked == c].tolist(), fake[
+            picked == c].tolist(), (2, 60))) for c in classes) / len(classes)
     assert gen['loss_mmd'].item() == pytest.approx(want, rel=1e-4)
     gen['loss_mmd'].backward()  # finite gradient through the root
     dis = head.loss_discriminator(real, fake)['loss_adv_d'].item()
@@ -234,11 +251,11 @@ def test_shared_trunk_layout(embedding_table):
     trunk = torch.relu(x @ head.trunk[0].weight[:, :, 0, 0].T +
                        head.trunk[0].bias)
     torch.testing.assert_close(
-        head.classify(x), trunk @ head.conv_seg.weight[:, :, 0, 0].T +
-        head.conv_seg.bias)
+        head.classify(x),
+        trunk @ head.conv_seg.weight[:, :, 0, 0].T + head.conv_seg.bias)
     torch.testing.assert_close(
-        head.discriminate(x), (trunk @ head.discriminator.weight[
-            0, :, 0, 0] + head.discriminator.bias))
+        head.discriminate(x), (trunk @ head.discriminator.weight[0, :, 0, 0] +
+                               head.discriminator.bias))
     linear = build_head(embedding_table[0], classifier='linear')
     assert linear.conv_seg.in_channels == 8
     assert not list(linear.trunk.parameters())
@@ -250,8 +267,8 @@ def test_multi_scale_cross_entropy(embedding_table):
     """DeepLab-v2 multi-scale CE: mean of the CE of the scale-1 logits,
     each extra scale and their element-wise max (at scale-1 size)."""
     torch.manual_seed(0)
-    head = build_head(embedding_table[0], dropout_ratio=0.0,
-                      classifier='linear').eval()
+    head = build_head(
+        embedding_table[0], dropout_ratio=0.0, classifier='linear').eval()
     labels = torch.randint(0, 3, (2, 8, 12))
     labels[:, 0] = 255
     feats = features(2, 4, 6)
@@ -259,14 +276,15 @@ def test_multi_scale_cross_entropy(embedding_table):
     got = head.loss_segmentation(feats, samples(labels), extra)['loss_ce']
 
     def ce(logits):
-        up = F.interpolate(logits, (8, 12), mode='bilinear',
-                           align_corners=False)
+        up = F.interpolate(
+            logits, (8, 12), mode='bilinear', align_corners=False)
         return F.cross_entropy(up, labels, ignore_index=255)
 
     main = head.forward(feats)
     fused = torch.stack([main] + [
         F.interpolate(x, (4, 6), mode='bilinear', align_corners=False)
-        for x in extra]).max(0).values
+        for x in extra
+    ]).max(0).values
     want = (ce(main) + ce(extra[0]) + ce(extra[1]) + ce(fused)) / 4
     torch.testing.assert_close(got, want)
 
@@ -286,17 +304,21 @@ def test_weighted_segmentation_ce_keeps_the_loss_weight(embedding_table):
     """Self-training's per-pixel weights: with weight 1 on every labelled
     pixel the loss equals loss_decode's own (0.5·CE in the paper configs),
     multi-scale terms included, and acc_seg is unchanged."""
-    head = build_head(embedding_table[0], loss_decode=dict(
-        type='CrossEntropyLoss', loss_weight=0.5, avg_non_ignore=True,
-        loss_name='loss_ce')).eval()
+    head = build_head(
+        embedding_table[0],
+        loss_decode=dict(
+            type='CrossEntropyLoss',
+            loss_weight=0.5,
+            avg_non_ignore=True,
+            loss_name='loss_ce')).eval()
     labels = torch.randint(0, 3, (2, 8, 12))
     labels[:, :2] = 255
     feats = features()
     extra = [torch.randn(2, 5, 2, 3)]
     plain = head.loss_segmentation(feats, samples(labels), extra)
     ones = (labels != 255).float()
-    weighted = head.loss_segmentation(feats, samples(labels), extra,
-                                      weights=ones)
+    weighted = head.loss_segmentation(
+        feats, samples(labels), extra, weights=ones)
     for key in ('loss_ce', 'acc_seg', 'loss_kld'):
         torch.testing.assert_close(weighted[key], plain[key])
 
@@ -312,15 +334,18 @@ def test_posterior_latent_feeds_g_each_pixels_own_z(embedding_table):
     feats = features(b=2, h=3, w=5)
     labels = torch.randint(0, 3, (2, 3, 5))
     torch.manual_seed(7)
-    got = head.loss_transfer(feats, samples(labels), 1.0, 2.0,
-                             latent='posterior')
+    got = head.loss_transfer(
+        feats, samples(labels), 1.0, 2.0, latent='posterior')
     torch.manual_seed(7)
     pseudo = head.sample_pseudo_labels(2 * 3 * 5, 'cpu')
     z = feats[3].detach()
-    rows = [z[b, :, y, x] for b in range(2) for y in range(3)
-            for x in range(5)]
-    fake = torch.cat([head.generate(pseudo[i:i + 1], rows[i][None])
-                      for i in range(len(rows))])
+    rows = [
+        z[b, :, y, x] for b in range(2) for y in range(3) for x in range(5)
+    ]
+    fake = torch.cat([
+        head.generate(pseudo[i:i + 1], rows[i][None])
+        for i in range(len(rows))
+    ])
     want = 2.0 * F.cross_entropy(head.classify(fake), pseudo)
     torch.testing.assert_close(got['loss_ce_synth'], want)
     torch.manual_seed(7)

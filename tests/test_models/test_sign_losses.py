@@ -3,7 +3,8 @@ import math
 
 import pytest
 import torch
-from torch.distributions import Normal, kl_divergence as torch_kl
+from torch.distributions import Normal
+from torch.distributions import kl_divergence as torch_kl
 
 from mmseg_sign.models.losses import (adversarial_loss, annealed_weights,
                                       gaussian_mmd, kl_divergence)
@@ -11,6 +12,7 @@ from mmseg_sign.models.losses.sign_losses import squared_distances
 
 
 def naive_mmd(x, y, sigmas):
+
     def k(a, b):
         d2 = sum((ai - bi)**2 for ai, bi in zip(a, b))
         return sum(math.exp(-d2 / (2 * s * s)) for s in sigmas)
@@ -116,11 +118,13 @@ def per_class_mmd(real, fake, labels, variances, estimator):
     :func:`gaussian_mmd`: an independent reference for the batched loss."""
     sigmas = [v**0.5 for v in variances]
     classes = labels.unique()
-    terms = [gaussian_mmd(real[labels == c], fake[labels == c], sigmas)
-             for c in classes]
+    terms = [
+        gaussian_mmd(real[labels == c], fake[labels == c], sigmas)
+        for c in classes
+    ]
     if estimator == 'released':
-        return sum((0.5 * t).clamp(min=1e-12).sqrt()
-                   for t in terms) / len(classes)
+        return sum(
+            (0.5 * t).clamp(min=1e-12).sqrt() for t in terms) / len(classes)
     return sum(terms)
 
 
@@ -135,8 +139,8 @@ def test_class_mmd_loss_batched_equals_per_class(estimator, max_entries):
     fake[2] = real[2]  # a zero distance
     variances = (2, 5, 20)
     fa, fb = fake.clone().requires_grad_(), fake.clone().requires_grad_()
-    got = class_mmd_loss(real, fa, labels, variances, estimator,
-                         max_entries=max_entries)
+    got = class_mmd_loss(
+        real, fa, labels, variances, estimator, max_entries=max_entries)
     want = per_class_mmd(real, fb, labels, variances, estimator)
     assert float(got) == pytest.approx(float(want), rel=1e-10)
     got.backward()
@@ -147,7 +151,6 @@ def test_class_mmd_loss_batched_equals_per_class(estimator, max_entries):
 def test_class_mmd_loss_without_pixels_is_zero_with_a_graph():
     from mmseg_sign.models.generators import class_mmd_loss
     fake = torch.rand(0, 4, requires_grad=True)
-    out = class_mmd_loss(torch.rand(0, 4), fake, torch.zeros(0).long(),
-                         (2, ))
+    out = class_mmd_loss(torch.rand(0, 4), fake, torch.zeros(0).long(), (2, ))
     out.backward()
     assert out.item() == 0.0 and fake.grad is not None

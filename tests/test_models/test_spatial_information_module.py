@@ -6,27 +6,35 @@ import os.path as osp
 import pytest
 import torch
 from mmengine.config import Config
-
 from mmseg.registry import MODELS
+
 from mmseg_sign.models.necks.sim_encoders import SelfAttentionEncoder
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
-@pytest.mark.parametrize('arch', [
-    'conv', 'attention', 'self_attention', 'multihead_self_attention'
-])
+@pytest.mark.parametrize(
+    'arch',
+    ['conv', 'attention', 'self_attention', 'multihead_self_attention'])
 @pytest.mark.parametrize('pe_type', ['relative', 'none'])
 def test_sim_shapes_and_gradients(arch, pe_type):
     sim = MODELS.build(
-        dict(type='SIM', in_channels=6, channels=8, pe_type=pe_type,
-             pe_channels=8, arch=arch, num_heads=2, latent_channels=8,
-             latent_hidden=4, dilations=(1, 2)))
+        dict(
+            type='SIM',
+            in_channels=6,
+            channels=8,
+            pe_type=pe_type,
+            pe_channels=8,
+            arch=arch,
+            num_heads=2,
+            latent_channels=8,
+            latent_hidden=4,
+            dilations=(1, 2)))
     for h, w in [(1, 1), (5, 7), (8, 8)]:
         x = torch.randn(2, 6, h, w, requires_grad=True)
         feats, mu, logvar, z = sim((torch.randn(2, 3, h, w), x))
-        assert feats.shape == mu.shape == logvar.shape == z.shape == (2, 8,
-                                                                      h, w)
+        assert feats.shape == mu.shape == logvar.shape == z.shape == (2, 8, h,
+                                                                      w)
         assert ((feats > 0) & (feats < 1)).all()  # sigmoid range, as G's
         assert (logvar >= 0).all()  # ReLU, as the authors' code
         (feats.sum() + mu.sum() + logvar.sum()).backward()
@@ -70,9 +78,8 @@ def test_features_depend_on_the_latent_code_in_training():
     d_mu, d_logvar = torch.autograd.grad(feats.sum(), [mu, logvar])
     assert d_mu.abs().sum() > 0 and d_logvar.abs().sum() > 0
     # and through them the reparameterisation module's weights
-    grads = torch.autograd.grad(sim(x)[0].sum(),
-                                [sim.reparam.mu.weight,
-                                 sim.reparam.logvar.weight])
+    grads = torch.autograd.grad(
+        sim(x)[0].sum(), [sim.reparam.mu.weight, sim.reparam.logvar.weight])
     assert all(g.abs().sum() > 0 for g in grads)
     # the formula, recomputed from the module's parts
     torch.manual_seed(1)
@@ -84,8 +91,7 @@ def test_features_depend_on_the_latent_code_in_training():
     mu2, logvar2 = sim.reparam(torch.sigmoid(h))
     eps = torch.randn_like(mu2)
     torch.testing.assert_close(z, mu2 + eps * torch.exp(0.5 * logvar2))
-    torch.testing.assert_close(
-        feats, torch.sigmoid(h + h * torch.sigmoid(z)))
+    torch.testing.assert_close(feats, torch.sigmoid(h + h * torch.sigmoid(z)))
 
 
 def test_eval_is_deterministic_with_z_equal_mu():
@@ -103,18 +109,24 @@ def test_z_modulation_off_is_the_collapsed_latent():
     only gradient would be the KL term's)."""
     sim = toy_sim(z_modulation=False).train()
     feats, mu, logvar, _ = sim([torch.randn(2, 128, 4, 4)])
-    d_mu, d_logvar = torch.autograd.grad(feats.sum(), [mu, logvar],
-                                         allow_unused=True,
-                                         materialize_grads=True)
+    d_mu, d_logvar = torch.autograd.grad(
+        feats.sum(), [mu, logvar], allow_unused=True, materialize_grads=True)
     assert d_mu.abs().sum() == 0 and d_logvar.abs().sum() == 0
 
 
 def test_sim_rpe_handles_unseen_test_sizes_and_interp():
     sim = MODELS.build(
-        dict(type='SIM', in_channels=8, channels=8, input_proj=None,
-             pe_type='absolute_interp', train_size=(4, 4), pe_channels=8,
-             arch='multihead_self_attention', num_heads=2,
-             latent_channels=8)).eval()
+        dict(
+            type='SIM',
+            in_channels=8,
+            channels=8,
+            input_proj=None,
+            pe_type='absolute_interp',
+            train_size=(4, 4),
+            pe_channels=8,
+            arch='multihead_self_attention',
+            num_heads=2,
+            latent_channels=8)).eval()
     out = sim([torch.randn(1, 8, 9, 13)])
     assert out[0].shape == (1, 8, 9, 13)
 
@@ -146,20 +158,24 @@ def test_key_pooled_attention_matches_explicit_pooled_softmax():
     x = torch.randn(2, 6, 3, 5, dtype=torch.float64)
     h = enc.in_proj(x)
     n = enc.norm1(h)
-    pooled = torch.stack([torch.stack([
-        n[:, :, i:i + 2, j:j + 2].mean((2, 3)) for j in range(0, 5, 2)], -1)
-        for i in range(0, 3, 2)], -2)  # [2, 8, 2, 3]
+    pooled = torch.stack([
+        torch.stack(
+            [n[:, :, i:i + 2, j:j + 2].mean((2, 3))
+             for j in range(0, 5, 2)], -1) for i in range(0, 3, 2)
+    ], -2)  # [2, 8, 2, 3]
     qkv_w, qkv_b = enc.qkv.weight[:, :, 0, 0], enc.qkv.bias
 
     def heads(t):  # [B, 8, L] -> [B, 2, L, 4]
         return t.reshape(2, 2, 4, -1).transpose(-1, -2)
 
-    q = heads(torch.einsum('oc,bcl->bol', qkv_w[:8], n.flatten(2)) +
-              qkv_b[:8, None])
-    k = heads(torch.einsum('oc,bcl->bol', qkv_w[8:16], pooled.flatten(2)) +
-              qkv_b[8:16, None])
-    v = heads(torch.einsum('oc,bcl->bol', qkv_w[16:], pooled.flatten(2)) +
-              qkv_b[16:, None])
+    q = heads(
+        torch.einsum('oc,bcl->bol', qkv_w[:8], n.flatten(2)) + qkv_b[:8, None])
+    k = heads(
+        torch.einsum('oc,bcl->bol', qkv_w[8:16], pooled.flatten(2)) +
+        qkv_b[8:16, None])
+    v = heads(
+        torch.einsum('oc,bcl->bol', qkv_w[16:], pooled.flatten(2)) +
+        qkv_b[16:, None])
     attn = torch.softmax(q @ k.transpose(-1, -2) / 2, -1) @ v  # d = 4
     h2 = h + enc.out_proj(attn.transpose(-1, -2).reshape(2, 8, 3, 5))
     want = h2 + enc.ffn(enc.norm2(h2))
@@ -192,31 +208,56 @@ def test_head_padding_of_the_gpu_path_changes_nothing():
 def test_multi_level_input_and_argument_errors():
     """in_index list + 'resize_concat' fuses backbone levels (as mmseg's
     heads); unknown arguments and bad indices are clear errors."""
-    sim = MODELS.build(dict(
-        type='SIM', in_channels=[4, 6], in_index=[0, 2],
-        input_transform='resize_concat', channels=8, pe_channels=8,
-        num_heads=2, latent_channels=8, latent_hidden=4, dilations=(1, 2)))
-    levels = [torch.randn(1, 4, 8, 8), torch.randn(1, 5, 4, 4),
-              torch.randn(1, 6, 4, 4)]
+    sim = MODELS.build(
+        dict(
+            type='SIM',
+            in_channels=[4, 6],
+            in_index=[0, 2],
+            input_transform='resize_concat',
+            channels=8,
+            pe_channels=8,
+            num_heads=2,
+            latent_channels=8,
+            latent_hidden=4,
+            dilations=(1, 2)))
+    levels = [
+        torch.randn(1, 4, 8, 8),
+        torch.randn(1, 5, 4, 4),
+        torch.randn(1, 6, 4, 4)
+    ]
     fused = sim._select_inputs(levels)
     assert fused.shape == (1, 10, 8, 8)
     torch.testing.assert_close(fused[:, :4], levels[0])
     torch.testing.assert_close(
-        fused[:, 4:], torch.nn.functional.interpolate(
+        fused[:, 4:],
+        torch.nn.functional.interpolate(
             levels[2], size=(8, 8), mode='bilinear', align_corners=False))
     assert sim(levels)[0].shape == (1, 8, 8, 8)
     with pytest.raises(TypeError, match='input_transfrom'):
-        MODELS.build(dict(type='SIM', in_channels=8, channels=8,
-                          input_transfrom='resize_concat'))
+        MODELS.build(
+            dict(
+                type='SIM',
+                in_channels=8,
+                channels=8,
+                input_transfrom='resize_concat'))
     with pytest.raises(ValueError, match='several .a list. with'):
-        MODELS.build(dict(type='SIM', in_channels=8, channels=8,
-                          in_index=[0, 1]))
-    single = MODELS.build(dict(type='SIM', in_channels=6, channels=8,
-                               in_index=3, pe_channels=8, num_heads=2,
-                               latent_channels=8, latent_hidden=4,
-                               dilations=(1, 2)))
-    with pytest.raises(IndexError, match=r'in_index=3, but the backbone '
-                       r'gives 3 output\(s\)'):
+        MODELS.build(
+            dict(type='SIM', in_channels=8, channels=8, in_index=[0, 1]))
+    single = MODELS.build(
+        dict(
+            type='SIM',
+            in_channels=6,
+            channels=8,
+            in_index=3,
+            pe_channels=8,
+            num_heads=2,
+            latent_channels=8,
+            latent_hidden=4,
+            dilations=(1, 2)))
+    with pytest.raises(
+            IndexError,
+            match=r'in_index=3, but the backbone '
+            r'gives 3 output\(s\)'):
         single(levels)
 
 
@@ -227,19 +268,20 @@ def test_released_gates_are_relu_sigmoid_without_bias():
     from mmseg_sign.models.necks.reparameterization import \
         ContextualReparameterization
     torch.manual_seed(0)
-    module = ContextualReparameterization(6, 6, hidden=4,
-                                          released_gates=True)
+    module = ContextualReparameterization(6, 6, hidden=4, released_gates=True)
     assert module.gates.bias is None
     x = torch.randn(1, 6, 5, 5)
     maps, h = [], x
     for context in module.contexts:
         h = context(h)
         maps.append(h)
-    gates = torch.sigmoid(torch.relu(torch.nn.functional.conv2d(
-        torch.cat(maps, 1), module.gates.weight, padding=1)))
+    gates = torch.sigmoid(
+        torch.relu(
+            torch.nn.functional.conv2d(
+                torch.cat(maps, 1), module.gates.weight, padding=1)))
     assert (gates >= 0.5).all()
-    fused = module.fuse(torch.cat(
-        [m * gates[:, i:i + 1] for i, m in enumerate(maps)], 1))
+    fused = module.fuse(
+        torch.cat([m * gates[:, i:i + 1] for i, m in enumerate(maps)], 1))
     mu, logvar = module(x)
     torch.testing.assert_close(mu, module.mu(fused))
     torch.testing.assert_close(logvar, torch.relu(module.logvar(fused)))
@@ -257,8 +299,8 @@ def test_cagnet_latent_has_no_positional_encoding():
     """CaGNet's latent depends on the image only: a uniform feature map gives
     a uniform latent away from the borders (zero padding), while SIGN's
     RPE makes it vary from position to position."""
-    cagnet = Config.fromfile(osp.join(REPO, 'configs', 'baselines',
-                                      'cagnet_toy.py')).model.neck
+    cagnet = Config.fromfile(
+        osp.join(REPO, 'configs', 'baselines', 'cagnet_toy.py')).model.neck
     sign = Config.fromfile(osp.join(REPO, 'configs', 'sign',
                                     'sign_toy.py')).model.neck
     assert (cagnet.arch, cagnet.pe_type) == ('attention', 'none')
@@ -273,38 +315,56 @@ def test_cagnet_latent_has_no_positional_encoding():
     assert (with_pe - with_pe[:, :1, :1]).abs().max() > 1e-4
 
 
-@pytest.mark.parametrize('arch, encoder_cfg, message', [
-    # a misspelled option of the variant
-    ('multihead_self_attention', dict(ffn_ratoi=4.0),
-     r"unknown keys \['ffn_ratoi'\] for arch='multihead_self_attention'; "
-     r"its options: \['ffn_ratio', 'dropout', 'pad_heads', 'key_pool'\]"),
-    # an option of another variant
-    ('attention', dict(dropout=0.1),
-     r"unknown keys \['dropout'\] for arch='attention'; its options: "
-     r"\['dilations'\]"),
-    ('multihead_self_attention', dict(num_heads=2),
-     r"the heads are the SIM's own num_heads"),
-    # nothing to pool without attention
-    ('conv', dict(key_pool=2), r"arch='conv' has no attention"),
-    ('attention', dict(key_pool=2), r"arch='attention' has no attention"),
-])
-def test_a_setting_the_encoder_would_not_use_is_an_error(arch, encoder_cfg,
-                                                         message):
+@pytest.mark.parametrize(
+    'arch, encoder_cfg, message',
+    [
+        # a misspelled option of the variant
+        ('multihead_self_attention', dict(ffn_ratoi=4.0),
+         r"unknown keys \['ffn_ratoi'\] for arch='multihead_self_attention'; "
+         r"its options: \['ffn_ratio', 'dropout', 'pad_heads', 'key_pool'\]"),
+        # an option of another variant
+        ('attention', dict(dropout=0.1),
+         r"unknown keys \['dropout'\] for arch='attention'; its options: "
+         r"\['dilations'\]"),
+        ('multihead_self_attention', dict(num_heads=2),
+         r"the heads are the SIM's own num_heads"),
+        # nothing to pool without attention
+        ('conv', dict(key_pool=2), r"arch='conv' has no attention"),
+        ('attention', dict(key_pool=2), r"arch='attention' has no attention"),
+    ])
+def test_a_setting_the_encoder_would_not_use_is_an_error(
+        arch, encoder_cfg, message):
     """Issue 41: the encoders took ``**kwargs`` and dropped what they did
     not know (a misspelled ``encoder_cfg`` key, ``key_pool`` on the conv
     and attention variants) without a word."""
     with pytest.raises(ValueError, match=message):
-        MODELS.build(dict(
-            type='SIM', in_channels=6, channels=8, arch=arch, num_heads=2,
-            latent_channels=8, latent_hidden=4, dilations=(1, 2),
-            encoder_cfg=encoder_cfg))
+        MODELS.build(
+            dict(
+                type='SIM',
+                in_channels=6,
+                channels=8,
+                arch=arch,
+                num_heads=2,
+                latent_channels=8,
+                latent_hidden=4,
+                dilations=(1, 2),
+                encoder_cfg=encoder_cfg))
     # the same variant with a setting it has builds
-    good = dict(conv={}, attention=dict(dilations=(1, 2)),
-                multihead_self_attention=dict(ffn_ratio=4.0, key_pool=2))
-    sim = MODELS.build(dict(
-        type='SIM', in_channels=6, channels=8, arch=arch, num_heads=2,
-        latent_channels=8, latent_hidden=4, dilations=(1, 2),
-        encoder_cfg=good[arch]))
+    good = dict(
+        conv={},
+        attention=dict(dilations=(1, 2)),
+        multihead_self_attention=dict(ffn_ratio=4.0, key_pool=2))
+    sim = MODELS.build(
+        dict(
+            type='SIM',
+            in_channels=6,
+            channels=8,
+            arch=arch,
+            num_heads=2,
+            latent_channels=8,
+            latent_hidden=4,
+            dilations=(1, 2),
+            encoder_cfg=good[arch]))
     if arch == 'multihead_self_attention':
         assert (sim.encoder.num_heads, sim.encoder.key_pool) == (2, 2)
 
@@ -313,7 +373,9 @@ def test_key_pool_that_leaves_one_key_is_an_error():
     """Issue 41: key_pool as large as the map pooled it to one key
     (attention over one key: the same context everywhere), silently."""
     enc = SelfAttentionEncoder(6, 8, num_heads=2, key_pool=8)
-    with pytest.raises(ValueError, match=r'key_pool=8 pools the 6x8 feature '
-                       r'map to a single key.*key_pool < 8'):
+    with pytest.raises(
+            ValueError,
+            match=r'key_pool=8 pools the 6x8 feature '
+            r'map to a single key.*key_pool < 8'):
         enc(torch.randn(1, 6, 6, 8))
     assert enc(torch.randn(1, 6, 9, 12)).shape == (1, 8, 9, 12)  # 2x2 keys

@@ -8,16 +8,21 @@ import numpy as np
 import pytest
 import torch
 from mmengine.structures import PixelData
-
 from mmseg.registry import MODELS
 from mmseg.structures import SegDataSample
 
 
 def spnet_head(embedding_table, **kwargs):
     path, _ = embedding_table
-    head = MODELS.build(dict(
-        type='SPNetHead', in_channels=2, num_classes=5, dilations=(1, ),
-        class_embeddings=path, unseen_classes=['c3', 'c4'], **kwargs))
+    head = MODELS.build(
+        dict(
+            type='SPNetHead',
+            in_channels=2,
+            num_classes=5,
+            dilations=(1, ),
+            class_embeddings=path,
+            unseen_classes=['c3', 'c4'],
+            **kwargs))
     # P: one branch of dilation 1 (mmseg's ASPPModule makes it a 1×1
     # conv): a per-pixel linear map 2 → 12 (hand-checkable)
     conv = head.projection[0].conv
@@ -28,8 +33,7 @@ def spnet_head(embedding_table, **kwargs):
     return head
 
 
-def test_spnet_logits_are_the_projection_dot_the_embeddings(
-        embedding_table):
+def test_spnet_logits_are_the_projection_dot_the_embeddings(embedding_table):
     head = spnet_head(embedding_table)
     x = torch.tensor([[[[1., -2.], [0.5, 3.]], [[2., 0.], [-1., 1.]]]])
     logits = head.forward([x])
@@ -44,8 +48,8 @@ def test_spnet_logits_are_the_projection_dot_the_embeddings(
                     float(feature @ table[k]), abs=1e-5)
     # no weights of its own for the classes: C is the table
     assert not hasattr(head, 'conv_seg')
-    assert {n.split('.')[0] for n, _ in head.named_parameters()} == {
-        'projection'}
+    assert {n.split('.')[0]
+            for n, _ in head.named_parameters()} == {'projection'}
 
 
 def test_spnet_trains_on_the_seen_classes_and_calibrates_at_test(
@@ -53,8 +57,8 @@ def test_spnet_trains_on_the_seen_classes_and_calibrates_at_test(
     head = spnet_head(embedding_table)
     logits = torch.tensor([0.5, -1.0, 2.0, 3.0, 1.5]).view(1, 5, 1, 1)
     logits = logits.expand(1, 5, 2, 2).contiguous()
-    sample = SegDataSample(gt_sem_seg=PixelData(
-        data=torch.tensor([[[0, 1], [2, 255]]])))
+    sample = SegDataSample(
+        gt_sem_seg=PixelData(data=torch.tensor([[[0, 1], [2, 255]]])))
     loss = head.loss_by_feat(logits, [sample])['loss_ce']
     # softmax over the 3 seen classes only, mean over the 3 labelled pixels
     seen = [0.5, -1.0, 2.0]

@@ -4,9 +4,7 @@ import copy
 import pytest
 import torch
 from mmengine.structures import PixelData
-
 from mmseg.registry import MODELS, OPTIM_WRAPPER_CONSTRUCTORS
-
 from model_utils import batch, changed, optim_wrappers, tiny_model
 
 
@@ -26,52 +24,60 @@ G, D = {'decode_head.generator'}, {'decode_head.discriminator'}
 E = {'backbone', 'neck'}
 
 
-@pytest.mark.parametrize('classifier, stage, opts, want, losses', [
-    ('linear', 'train', {}, E | C | G | D,
-     {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d'}),
-    ('shared_trunk', 'train', {}, E | SHARED_C | G | D,
-     {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
-      'loss_ce_d'}),
-    ('linear', 'transfer', dict(mode='classifier'), C,
-     {'loss_ce', 'loss_ce_synth'}),
-    ('shared_trunk', 'transfer', dict(mode='classifier'), SHARED_C,
-     {'loss_ce', 'loss_ce_synth'}),
-    # alternating transfer: block 1 trains G, D and C; block 2 C only
-    ('shared_trunk', 'transfer', dict(mode='alternate', stage_iter=0),
-     SHARED_C | G | D,
-     {'loss_mmd', 'loss_adv_g', 'loss_adv_d', 'loss_ce', 'loss_ce_fake'}),
-    ('shared_trunk', 'transfer', dict(mode='alternate', stage_iter=3),
-     SHARED_C, {'loss_ce_synth'}),
-    # latent='posterior': G fed the SIM's z of the batch's pixels
-    ('shared_trunk', 'transfer', dict(mode='alternate', stage_iter=3,
-                                      latent='posterior'),
-     SHARED_C, {'loss_ce_synth'}),
-    ('linear', 'transfer', dict(mode='classifier', latent='posterior'), C,
-     {'loss_ce', 'loss_ce_synth'}),
-    ('linear', 'transfer', dict(mode='alternate', stage_iter=0),
-     C | G | D,
-     {'loss_mmd', 'loss_adv_g', 'loss_adv_d', 'loss_ce', 'loss_ce_fake'}),
-    # self-training as released: the train stage's update on pseudo labels
-    ('linear', 'self_train', {}, E | C | G | D,
-     {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
-      'st_pixels', 'st_weight', 'st_confidence', 'st_scale'}),
-    ('shared_trunk', 'self_train', dict(mode='ST'), E | SHARED_C | G | D,
-     {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
-      'loss_ce_d', 'st_pixels', 'st_weight', 'st_confidence', 'st_scale'}),
-    ('shared_trunk', 'self_train', dict(synth_weight=0.5),
-     E | SHARED_C | G | D,
-     {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
-      'loss_ce_d', 'loss_ce_synth', 'st_pixels', 'st_weight', 'st_scale',
-      'st_confidence'}),
-    # the project's update before issue 16: E, SIM, C only
-    ('linear', 'self_train', dict(update='classifier', synth_weight=1.0),
-     E | C, {'loss_ce_st', 'loss_ce_synth', 'st_pixels', 'st_weight',
-             'st_scale', 'st_confidence'}),
-    ('shared_trunk', 'self_train', dict(update='classifier'), E | SHARED_C,
-     {'loss_ce_st', 'st_pixels', 'st_weight', 'st_confidence', 'st_scale'}),
-])
-def test_stage_updates_only_its_parameters(embedding_table, classifier,
-                                           stage, opts, want, losses):
+@pytest.mark.parametrize(
+    'classifier, stage, opts, want, losses',
+    [
+        ('linear', 'train', {}, E | C | G | D,
+         {'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d'}),
+        ('shared_trunk', 'train', {}, E | SHARED_C | G | D, {
+            'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
+            'loss_ce_d'
+        }),
+        ('linear', 'transfer', dict(mode='classifier'), C,
+         {'loss_ce', 'loss_ce_synth'}),
+        ('shared_trunk', 'transfer', dict(mode='classifier'), SHARED_C,
+         {'loss_ce', 'loss_ce_synth'}),
+        # alternating transfer: block 1 trains G, D and C; block 2 C only
+        ('shared_trunk', 'transfer', dict(mode='alternate',
+                                          stage_iter=0), SHARED_C | G | D,
+         {'loss_mmd', 'loss_adv_g', 'loss_adv_d', 'loss_ce', 'loss_ce_fake'}),
+        ('shared_trunk', 'transfer', dict(
+            mode='alternate', stage_iter=3), SHARED_C, {'loss_ce_synth'}),
+        # latent='posterior': G fed the SIM's z of the batch's pixels
+        ('shared_trunk', 'transfer',
+         dict(mode='alternate', stage_iter=3,
+              latent='posterior'), SHARED_C, {'loss_ce_synth'}),
+        ('linear', 'transfer', dict(mode='classifier', latent='posterior'), C,
+         {'loss_ce', 'loss_ce_synth'}),
+        ('linear', 'transfer', dict(mode='alternate', stage_iter=0), C | G | D,
+         {'loss_mmd', 'loss_adv_g', 'loss_adv_d', 'loss_ce', 'loss_ce_fake'}),
+        # self-training as released: the train stage's update on pseudo labels
+        ('linear', 'self_train', {}, E | C | G | D, {
+            'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
+            'st_pixels', 'st_weight', 'st_confidence', 'st_scale'
+        }),
+        ('shared_trunk', 'self_train', dict(mode='ST'), E | SHARED_C | G | D, {
+            'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
+            'loss_ce_d', 'st_pixels', 'st_weight', 'st_confidence', 'st_scale'
+        }),
+        ('shared_trunk', 'self_train', dict(synth_weight=0.5),
+         E | SHARED_C | G | D, {
+             'loss_ce', 'loss_kld', 'loss_mmd', 'loss_adv_g', 'loss_adv_d',
+             'loss_ce_d', 'loss_ce_synth', 'st_pixels', 'st_weight',
+             'st_scale', 'st_confidence'
+         }),
+        # the project's update before issue 16: E, SIM, C only
+        ('linear', 'self_train', dict(
+            update='classifier', synth_weight=1.0), E | C, {
+                'loss_ce_st', 'loss_ce_synth', 'st_pixels', 'st_weight',
+                'st_scale', 'st_confidence'
+            }),
+        ('shared_trunk', 'self_train', dict(update='classifier'), E | SHARED_C,
+         {'loss_ce_st', 'st_pixels', 'st_weight', 'st_confidence', 'st_scale'
+          }),
+    ])
+def test_stage_updates_only_its_parameters(embedding_table, classifier, stage,
+                                           opts, want, losses):
     torch.manual_seed(0)
     model = tiny_model(embedding_table[0], classifier)
     model.train()
@@ -91,10 +97,11 @@ def test_stage_updates_only_its_parameters(embedding_table, classifier,
                        after['decode_head.class_embedding'])
     for v in log_vars.values():
         assert torch.isfinite(v)
-    assert set(log_vars) == losses | {'loss'} | (
-        {'acc_seg'} if 'loss_kld' in losses else set())
-    torch.testing.assert_close(log_vars['loss'], sum(
-        v for k, v in log_vars.items() if k.startswith('loss_')))
+    assert set(log_vars) == losses | {'loss'} | ({'acc_seg'} if 'loss_kld'
+                                                 in losses else set())
+    torch.testing.assert_close(
+        log_vars['loss'],
+        sum(v for k, v in log_vars.items() if k.startswith('loss_')))
     if stage == 'self_train':
         assert log_vars['st_pixels'] > 0
 
@@ -131,9 +138,10 @@ def test_paramwise_cfg_and_inference_path(embedding_table):
         (param, ) = group['params']  # mmengine: one group per parameter
         want = 1.0 if names[id(param)].startswith('neck.') else 0.1
         assert group['lr'] == pytest.approx(want), names[id(param)]
-    trained = {names[id(p)].split('.')[0]
-               for g in ow['segmentor'].optimizer.param_groups
-               for p in g['params']}
+    trained = {
+        names[id(p)].split('.')[0]
+        for g in ow['segmentor'].optimizer.param_groups for p in g['params']
+    }
     assert trained == {'backbone', 'neck', 'decode_head'}
     model.eval()
     out = model.test_step(batch())
@@ -145,20 +153,33 @@ def test_constructor_errors(embedding_table):
     build = OPTIM_WRAPPER_CONSTRUCTORS.get(
         'ModuleGroupOptimWrapperConstructor')
     with pytest.raises(ValueError, match="no sub-module 'decode_head.gen'"):
-        build(dict(g=dict(optimizer=dict(type='SGD', lr=1),
-                          modules=['decode_head.gen'])))(model)
+        build(
+            dict(
+                g=dict(
+                    optimizer=dict(type='SGD', lr=1),
+                    modules=['decode_head.gen'])))(
+                        model)
     with pytest.raises(ValueError, match='needs `modules`'):
         build(dict(g=dict(optimizer=dict(type='SGD', lr=1))))(model)
     # a G or D that no wrapper steps (issue 34)
     with pytest.raises(ValueError, match=r'decode_head\.generator is built'):
-        build(dict(g=dict(optimizer=dict(type='SGD', lr=1),
-                          modules=['backbone'])))(model)
+        build(
+            dict(
+                g=dict(optimizer=dict(type='SGD', lr=1), modules=['backbone'
+                                                                  ])))(
+                                                                      model)
     model.set_stage('transfer')
     with pytest.raises(KeyError, match="needs the optimizer wrappers"):
-        model.train_step(batch(), build(dict(
-            g=dict(optimizer=dict(type='SGD', lr=1),
-                   modules=['backbone', 'decode_head.generator',
-                            'decode_head.discriminator'])))(model))
+        model.train_step(
+            batch(),
+            build(
+                dict(
+                    g=dict(
+                        optimizer=dict(type='SGD', lr=1),
+                        modules=[
+                            'backbone', 'decode_head.generator',
+                            'decode_head.discriminator'
+                        ])))(model))
 
 
 def test_train_step_refuses_unseen_labels(embedding_table):
@@ -168,26 +189,47 @@ def test_train_step_refuses_unseen_labels(embedding_table):
     ow = optim_wrappers(model)
     data = batch()
     data['data_samples'][1].gt_sem_seg.data[0, 5, 5] = 4  # c4 is unseen
-    with pytest.raises(ValueError, match=r"unseen classes \['c4'\].*"
-                       'MaskUnseenClasses'):
+    with pytest.raises(
+            ValueError, match=r"unseen classes \['c4'\].*"
+            'MaskUnseenClasses'):
         model.train_step(data, ow)
 
 
 def test_auxiliary_head_is_refused(embedding_table):
     """An mmseg base's auxiliary head would silently stay untrained."""
-    cfg = dict(type='ZeroShotEncoderDecoder',
-               backbone=dict(type='ResNetV1c', depth=18, base_channels=4,
-                             stem_channels=4, out_indices=(2, 3)),
-               neck=dict(type='SIM', in_channels=32, channels=8,
-                         dilations=(1, 2), pe_channels=8, num_heads=2,
-                         latent_channels=8, latent_hidden=4),
-               decode_head=dict(type='SIGNHead', in_channels=8, channels=8,
-                                num_classes=5,
-                                class_embeddings=embedding_table[0],
-                                latent_channels=8, generator_hidden=(16, ),
-                                generator_dropout=0.0, trunk_channels=16),
-               auxiliary_head=dict(type='FCNHead', in_channels=16,
-                                   in_index=0, channels=8, num_classes=5))
+    cfg = dict(
+        type='ZeroShotEncoderDecoder',
+        backbone=dict(
+            type='ResNetV1c',
+            depth=18,
+            base_channels=4,
+            stem_channels=4,
+            out_indices=(2, 3)),
+        neck=dict(
+            type='SIM',
+            in_channels=32,
+            channels=8,
+            dilations=(1, 2),
+            pe_channels=8,
+            num_heads=2,
+            latent_channels=8,
+            latent_hidden=4),
+        decode_head=dict(
+            type='SIGNHead',
+            in_channels=8,
+            channels=8,
+            num_classes=5,
+            class_embeddings=embedding_table[0],
+            latent_channels=8,
+            generator_hidden=(16, ),
+            generator_dropout=0.0,
+            trunk_channels=16),
+        auxiliary_head=dict(
+            type='FCNHead',
+            in_channels=16,
+            in_index=0,
+            channels=8,
+            num_classes=5))
     with pytest.raises(ValueError, match='does not train an auxiliary head'):
         MODELS.build(cfg)
 
@@ -248,9 +290,9 @@ def test_self_train_step_is_the_train_update_on_pseudo_labels(
     log_st = model.train_step(batch(), optim_wrappers(model, sgd=True))
     torch.manual_seed(1)
     log_train = reference._train_step(
-        *(lambda d: (d['inputs'], d['data_samples']))(
-            reference.data_preprocessor(pseudo, True)),
-        optim_wrappers(reference, sgd=True))
+        *(lambda d:
+          (d['inputs'], d['data_samples']))(reference.data_preprocessor(
+              pseudo, True)), optim_wrappers(reference, sgd=True))
     got, want = model.state_dict(), reference.state_dict()
     for key in want:
         torch.testing.assert_close(got[key], want[key], msg=key)
@@ -276,8 +318,7 @@ def test_ast_weights_enter_the_segmentation_ce(embedding_table):
     prep = reference.data_preprocessor(batch(), True)
     feats = reference.extract_feat(prep['inputs'])
     logits = torch.nn.functional.interpolate(
-        reference.decode_head.forward(feats), size=(16, 16),
-        mode='bilinear')
+        reference.decode_head.forward(feats), size=(16, 16), mode='bilinear')
     num = den = 0.0
     for b in range(2):
         for i in range(16):
@@ -289,8 +330,7 @@ def test_ast_weights_enter_the_segmentation_ce(embedding_table):
     torch.testing.assert_close(log_vars['loss_ce'], (num / den).detach())
     mu, logvar = feats[1], feats[2]
     kl = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).mean(1)
-    torch.testing.assert_close(log_vars['loss_kld'],
-                               100 * kl.mean().detach())
+    torch.testing.assert_close(log_vars['loss_kld'], 100 * kl.mean().detach())
 
 
 def test_inference_path_skips_logvar_and_equals_full_path(embedding_table):
@@ -300,21 +340,22 @@ def test_inference_path_skips_logvar_and_equals_full_path(embedding_table):
     torch.manual_seed(0)
     model = tiny_model(embedding_table[0]).eval()
     calls = []
-    model.neck.reparam.logvar.register_forward_hook(
-        lambda *a: calls.append(1))
+    model.neck.reparam.logvar.register_forward_hook(lambda *a: calls.append(1))
     x = torch.rand(2, 3, 16, 16) * 255
     with torch.no_grad():
         full = model.decode_head.forward(model.extract_feat(x))
         assert len(calls) == 1
         lean = model._forward(x)
-        metas = [dict(img_shape=(16, 16), ori_shape=(16, 16),
-                      pad_shape=(16, 16))] * 2
+        metas = [
+            dict(img_shape=(16, 16), ori_shape=(16, 16), pad_shape=(16, 16))
+        ] * 2
         seg = model.encode_decode(x, metas)
     assert len(calls) == 1, 'the inference path computed logvar'
     assert len(model.extract_inference_feat(x)) == 1
     assert torch.equal(lean, full)
     torch.testing.assert_close(
-        seg, torch.nn.functional.interpolate(
+        seg,
+        torch.nn.functional.interpolate(
             full, size=(16, 16), mode='bilinear', align_corners=False))
     model.train()
     assert len(model.extract_inference_feat(x)) == 4

@@ -12,8 +12,9 @@ def test_class_split_resolves_and_reads_checkpoints():
     assert split.unseen == ('b', 'd') and split.seen == ('a', 'c')
     assert split.unseen_ids == [1, 3] and split.same_as(['d', 'b'])
     mask = torch.tensor([False, True, False, True])
-    ckpt = dict(state_dict={'module.decode_head.unseen_mask': mask},
-                meta=dict(dataset_meta=dict(classes=classes)))
+    ckpt = dict(
+        state_dict={'module.decode_head.unseen_mask': mask},
+        meta=dict(dataset_meta=dict(classes=classes)))
     assert ClassSplit.from_checkpoint(ckpt) == split
     assert ClassSplit.from_checkpoint(dict(state_dict={})) is None
     with pytest.raises(ValueError, match='both seen and unseen'):

@@ -3,9 +3,9 @@ of the stages, their options and defaults, each stage's optimizer wrappers
 and G / D parts; a config's plan is its training loop's
 (``train_cfg.stages``)."""
 import pytest
+from e2e_utils import REPO
 from mmengine.config import Config
 
-from e2e_utils import REPO
 from mmseg_sign.structures import (StagePlan, gan_parts_used,
                                    required_optim_wrappers,
                                    stage_optim_wrappers, stage_options)
@@ -24,55 +24,75 @@ def test_stage_derivation_from_iteration():
     assert plan.describe() == 'train 3 + transfer 2 + self_train 4'
 
 
-@pytest.mark.parametrize('stages, message', [
-    ([], 'at least one stage'),
-    ([dict(name='pretrain', iters=3)], 'name must be one of'),
-    ([dict(name='train', iters=0)], 'positive integer'),
-    ([dict(name='train', iters=3, mode='x')],
-     r"stages\[0\] \(train\): unknown keys \['mode'\]"),
-    ([dict(name='train', iters=3), dict(name='transfer', iters=2,
-                                        mode='C-only')],
-     r"stages\[1\] \(transfer\): mode must be one of"),
-    ([dict(name='train', iters=3), dict(name='transfer', iters=2,
-                                        block_size=10)],
-     r"unknown keys \['block_size'\]; options: \['block_iters'"),
-    ([dict(name='self_train', iters=3, temperature=0)], 'temperature'),
-    ([dict(name='transfer', iters=4, block_iters=2, latent='noise')],
-     r"stages\[0\] \(transfer\): latent must be one of \('prior', "
-     r"'posterior'\), got 'noise'"),
-    # issue 34: a transfer that never reaches its second block (the
-    # default block_iters=100 with a 20-iteration transfer), a plan out of
-    # order
-    ([dict(name='train', iters=3), dict(name='transfer', iters=20)],
-     r'stages\[1\] \(transfer\): 20 iterations in alternating blocks of '
-     r'block_iters=100 never reach the second block.*block_iters=10'),
-    ([dict(name='train', iters=3), dict(name='self_train', iters=2),
-      dict(name='transfer', iters=4, block_iters=2)],
-     r'stages\[2\] \(transfer\) comes after stages\[1\] \(self_train\)'),
-    ([dict(name='self_train', iters=3, mode='ST_topk', top_k=0)], 'top_k'),
-    # issue 49: self-training straight after training (C1), a stage twice
-    # (C2, C3), options the stage's mode does not read (C6)
-    ([dict(name='train', iters=3), dict(name='self_train', iters=2)],
-     r'stages\[1\] \(self_train\) follows the train stage without a '
-     r'transfer stage: its teacher.s classifier has never learnt the unseen'),
-    ([dict(name='train', iters=3), dict(name='train', iters=5),
-      dict(name='transfer', iters=4, block_iters=2)],
-     r"stages\[0\] and stages\[1\] are both 'train'.*Merge them into one "
-     r'stage of iters=3 \+ 5'),
-    ([dict(name='transfer', iters=4, block_iters=2),
-      dict(name='self_train', iters=2), dict(name='self_train', iters=2)],
-     r"stages\[1\] and stages\[2\] are both 'self_train'.*one teacher"),
-    ([dict(name='self_train', iters=3, mode='ST_topk', temperature=0.01,
-           top_p=1)],
-     r"stages\[0\] \(self_train\): mode='ST_topk' does not use temperature,"
-     r" top_p \(it reads top_k\).*temperature: mode='AST'; top_p: "
-     r"mode='ST'"),
-    ([dict(name='self_train', iters=3, mode='AST', top_k=2)],
-     r"mode='AST' does not use top_k \(it reads candidates, temperature\)"),
-    ([dict(name='transfer', iters=4, mode='classifier', block_iters=2)],
-     r"mode='classifier' does not use block_iters \(it reads none of the "
-     r"mode options\).*block_iters: mode='alternate'"),
-])
+@pytest.mark.parametrize(
+    'stages, message',
+    [
+        ([], 'at least one stage'),
+        ([dict(name='pretrain', iters=3)], 'name must be one of'),
+        ([dict(name='train', iters=0)], 'positive integer'),
+        ([dict(name='train', iters=3, mode='x')
+          ], r"stages\[0\] \(train\): unknown keys \['mode'\]"),
+        ([
+            dict(name='train', iters=3),
+            dict(name='transfer', iters=2, mode='C-only')
+        ], r"stages\[1\] \(transfer\): mode must be one of"),
+        ([
+            dict(name='train', iters=3),
+            dict(name='transfer', iters=2, block_size=10)
+        ], r"unknown keys \['block_size'\]; options: \['block_iters'"),
+        ([dict(name='self_train', iters=3, temperature=0)], 'temperature'),
+        ([dict(name='transfer', iters=4, block_iters=2, latent='noise')
+          ], r"stages\[0\] \(transfer\): latent must be one of \('prior', "
+         r"'posterior'\), got 'noise'"),
+        # issue 34: a transfer that never reaches its second block (the
+        # default block_iters=100 with a 20-iteration transfer), a plan out of
+        # order
+        ([dict(name='train', iters=3),
+          dict(name='transfer', iters=20)],
+         r'stages\[1\] \(transfer\): 20 iterations in alternating blocks of '
+         r'block_iters=100 never reach the second block.*block_iters=10'),
+        ([
+            dict(name='train', iters=3),
+            dict(name='self_train', iters=2),
+            dict(name='transfer', iters=4, block_iters=2)
+        ], r'stages\[2\] \(transfer\) comes after stages\[1\] \(self_train\)'),
+        ([dict(name='self_train', iters=3, mode='ST_topk', top_k=0)], 'top_k'),
+        # issue 49: self-training straight after training (C1), a stage twice
+        # (C2, C3), options the stage's mode does not read (C6)
+        ([dict(name='train', iters=3),
+          dict(name='self_train', iters=2)
+          ], r'stages\[1\] \(self_train\) follows the train stage without a '
+         r'transfer stage: its teacher.s classifier has never learnt the '
+         r'unseen'),
+        ([
+            dict(name='train', iters=3),
+            dict(name='train', iters=5),
+            dict(name='transfer', iters=4, block_iters=2)
+        ],
+         r"stages\[0\] and stages\[1\] are both 'train'.*Merge them into one "
+         r'stage of iters=3 \+ 5'),
+        ([
+            dict(name='transfer', iters=4, block_iters=2),
+            dict(name='self_train', iters=2),
+            dict(name='self_train', iters=2)
+        ], r"stages\[1\] and stages\[2\] are both 'self_train'.*one teacher"),
+        ([
+            dict(
+                name='self_train',
+                iters=3,
+                mode='ST_topk',
+                temperature=0.01,
+                top_p=1)
+        ], r"stages\[0\] \(self_train\): mode='ST_topk' does not use "
+         r"temperature, top_p \(it reads top_k\).*temperature: mode='AST'; "
+         r"top_p: mode='ST'"),
+        ([dict(name='self_train', iters=3, mode='AST', top_k=2)],
+         r"mode='AST' does not use top_k \(it reads candidates, temperature\)"
+         ),
+        ([dict(name='transfer', iters=4, mode='classifier', block_iters=2)],
+         r"mode='classifier' does not use block_iters \(it reads none of the "
+         r"mode options\).*block_iters: mode='alternate'"),
+    ])
 def test_stage_plan_errors(stages, message):
     with pytest.raises(ValueError, match=message):
         StagePlan(stages)
@@ -82,40 +102,69 @@ def test_mode_options_given_for_their_mode_are_fine():
     """Each mode's own options, and the options every mode of the stage
     reads (weights, update, max_pseudo_ratio), pass; a plan that starts
     with self-training (load_from a transferred checkpoint) passes."""
-    StagePlan([dict(name='self_train', iters=2, mode='ST', top_p=50,
-                    update='train', synth_weight=0.1,
-                    max_pseudo_ratio=2.0)])
-    StagePlan([dict(name='train', iters=2),
-               dict(name='transfer', iters=2, mode='classifier',
-                    real_weight=1.0, synth_weight=1.0, latent='posterior'),
-               dict(name='self_train', iters=2, mode='AST', temperature=0.5,
-                    candidates='predicted_unseen')])
+    StagePlan([
+        dict(
+            name='self_train',
+            iters=2,
+            mode='ST',
+            top_p=50,
+            update='train',
+            synth_weight=0.1,
+            max_pseudo_ratio=2.0)
+    ])
+    StagePlan([
+        dict(name='train', iters=2),
+        dict(
+            name='transfer',
+            iters=2,
+            mode='classifier',
+            real_weight=1.0,
+            synth_weight=1.0,
+            latent='posterior'),
+        dict(
+            name='self_train',
+            iters=2,
+            mode='AST',
+            temperature=0.5,
+            candidates='predicted_unseen')
+    ])
 
 
 def test_stage_plan_defaults_are_the_authors_recipe():
-    plan = StagePlan([dict(name='train', iters=3),
-                      dict(name='transfer', iters=200),
-                      dict(name='self_train', iters=2)])
+    plan = StagePlan([
+        dict(name='train', iters=3),
+        dict(name='transfer', iters=200),
+        dict(name='self_train', iters=2)
+    ])
     assert plan[1] == dict(
-        name='transfer', iters=200, mode='alternate', block_iters=100,
-        real_weight=0.75, fake_weight=0.25, synth_weight=0.125,
+        name='transfer',
+        iters=200,
+        mode='alternate',
+        block_iters=100,
+        real_weight=0.75,
+        fake_weight=0.25,
+        synth_weight=0.125,
         latent='prior')
     assert plan[2]['mode'] == 'AST'
     assert plan[2]['temperature'] == 2.0
 
 
 @pytest.mark.parametrize('stage, roles', [
-    (dict(name='train'), dict(segmentor='segmentor', generator='generator',
-                              discriminator='discriminator')),
-    (dict(name='transfer'), dict(classifier='transfer',
-                                 generator='transfer_generator')),
-    (dict(name='transfer', mode='classifier'),
-     dict(classifier='transfer')),
-    (dict(name='self_train'), dict(
-        segmentor='self_train', generator='self_train_generator',
-        discriminator='self_train_discriminator')),
-    (dict(name='self_train', update='classifier'),
-     dict(segmentor='self_train')),
+    (dict(name='train'),
+     dict(
+         segmentor='segmentor',
+         generator='generator',
+         discriminator='discriminator')),
+    (dict(name='transfer'),
+     dict(classifier='transfer', generator='transfer_generator')),
+    (dict(name='transfer', mode='classifier'), dict(classifier='transfer')),
+    (dict(name='self_train'),
+     dict(
+         segmentor='self_train',
+         generator='self_train_generator',
+         discriminator='self_train_discriminator')),
+    (dict(name='self_train',
+          update='classifier'), dict(segmentor='self_train')),
 ])
 def test_each_stage_names_its_wrappers_by_role(stage, roles):
     filled = stage_options(0, dict(stage, iters=1))
@@ -124,6 +173,7 @@ def test_each_stage_names_its_wrappers_by_role(stage, roles):
 
 
 def test_gan_parts_a_stage_runs():
+
     def parts(**stage):
         return gan_parts_used(stage_options(0, dict(stage, iters=1)))
 
@@ -131,8 +181,9 @@ def test_gan_parts_a_stage_runs():
     assert parts(name='transfer') == {'generator', 'discriminator'}
     assert parts(name='transfer', mode='classifier') == {'generator'}
     assert parts(name='self_train', update='classifier') == set()
-    assert parts(name='self_train', update='classifier',
-                 synth_weight=0.5) == {'generator'}
+    assert parts(
+        name='self_train', update='classifier',
+        synth_weight=0.5) == {'generator'}
 
 
 def test_plan_from_a_config_is_its_loops_plan():
@@ -148,26 +199,5 @@ def test_plan_from_a_config_is_its_loops_plan():
     spnet = Config.fromfile(f'{REPO}/configs/baselines/spnet_toy.py')
     assert StagePlan.from_config(spnet) is None  # IterBasedTrainLoop
     with pytest.raises(ValueError, match='train_cfg has no stages'):
-        StagePlan.from_config(Config(dict(
-            train_cfg=dict(type='StagePlanTrainLoop'))))
-
-
-def test_a_plan_in_custom_hooks_says_where_it_moved():
-    """A config written before issue 40 (the plan in a SIGNStageHook):
-    the error shows the same plan as train_cfg, from the config and from
-    the hook's registry name (mmseg's own tools build the hooks)."""
-    from mmseg.registry import HOOKS
-    import mmseg_sign  # noqa: F401 (registers the hook's old name)
-    stages = [dict(name='train', iters=3),
-              dict(name='transfer', iters=2, block_iters=1)]
-    old = Config(dict(custom_hooks=[dict(type='TorchRNGStateHook'),
-                                    dict(type='SIGNStageHook',
-                                         stages=stages)]))
-    want = (r"(?s)custom_hooks\[1\]: SIGNStageHook is gone.*train_cfg = dict\("
-            r"\n        type='StagePlanTrainLoop',\n        stages=\[\n"
-            r"        dict\(name='train', iters=3\),\n        dict\("
-            r"name='transfer', iters=2, block_iters=1\)\n        \]\)")
-    with pytest.raises(ValueError, match=want):
-        StagePlan.from_config(old)
-    with pytest.raises(ValueError, match='SIGNStageHook is gone'):
-        HOOKS.build(dict(type='SIGNStageHook', stages=stages))
+        StagePlan.from_config(
+            Config(dict(train_cfg=dict(type='StagePlanTrainLoop'))))

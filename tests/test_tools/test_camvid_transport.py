@@ -7,8 +7,12 @@ import sys
 
 import cv2
 import numpy as np
+import pytest
 import tool_server
 from e2e_utils import REPO
+
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
 
 TOOL = osp.join(REPO, 'tools', 'analysis', 'camvid_transport.py')
 
@@ -34,14 +38,18 @@ def _converted(root, rng, n=(5, 2)):
 
 
 def _files(root):
-    return sorted(osp.relpath(osp.join(d, f), root)
-                  for d, _, fs in os.walk(root) for f in fs)
+    return sorted(
+        osp.relpath(osp.join(d, f), root) for d, _, fs in os.walk(root)
+        for f in fs)
 
 
 def _tool(*args):
     proc = tool_server.run([sys.executable, TOOL, *map(str, args)],
-                           capture_output=True, text=True, env=dict(
-                               os.environ, PYTHONWARNINGS='ignore',
+                           capture_output=True,
+                           text=True,
+                           env=dict(
+                               os.environ,
+                               PYTHONWARNINGS='ignore',
                                OMP_NUM_THREADS='1'))
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -50,20 +58,21 @@ def test_parts_come_back_pixel_for_pixel(tmp_path):
     root = str(tmp_path / 'camvid')
     emb = _converted(root, np.random.default_rng(0))
     # 0.01 MB parts: a photograph (~7 kB as WebP) fills most of one
-    rc, out = _tool('pack', root, emb, tmp_path / 'xfer', '--part-mb',
-                    0.001, 0.01)
+    rc, out = _tool('pack', root, emb, tmp_path / 'xfer', '--part-mb', 0.001,
+                    0.01)
     assert rc == 0, out[-2000:]
     parts = sorted(os.listdir(tmp_path / 'xfer'))
     assert len(parts) >= 7, parts
     for part in parts[1:]:
-        size = sum(osp.getsize(osp.join(d, f)) for d, _, fs in
-                   os.walk(tmp_path / 'xfer' / part) for f in fs)
-        photos = [f for f in _files(tmp_path / 'xfer' / part)
-                  if f.endswith('.webp')]
+        size = sum(
+            osp.getsize(osp.join(d, f))
+            for d, _, fs in os.walk(tmp_path / 'xfer' / part) for f in fs)
+        photos = [
+            f for f in _files(tmp_path / 'xfer' / part) if f.endswith('.webp')
+        ]
         assert size <= 0.01e6 or len(photos) == 1, (part, size)
     back = tmp_path / 'back'
-    rc, out = _tool('unpack', tmp_path / 'xfer', back / 'camvid',
-                    back / 'emb')
+    rc, out = _tool('unpack', tmp_path / 'xfer', back / 'camvid', back / 'emb')
     assert rc == 0 and 'every one equal to its original pixel for pixel' \
         in out, out[-2000:]
     assert _files(back / 'camvid') == _files(root)
@@ -93,8 +102,9 @@ def test_a_missing_or_changed_part_is_named(tmp_path):
     assert f"{xfer / last}'] not here: carry every part first" in out
     # a photograph changed on the way (one pixel) is found
     os.rename(tmp_path / 'held_back', xfer / last)
-    photo = next(osp.join(d, f) for d, _, fs in os.walk(xfer) for f in fs
-                 if f.endswith('.webp'))
+    photo = next(
+        osp.join(d, f) for d, _, fs in os.walk(xfer) for f in fs
+        if f.endswith('.webp'))
     img = cv2.imread(photo, cv2.IMREAD_UNCHANGED)
     img[0, 0, 0] ^= 1
     cv2.imwrite(photo, img, [cv2.IMWRITE_WEBP_QUALITY, 101])

@@ -5,16 +5,22 @@ import os
 import os.path as osp
 import sys
 
+import pytest
 import tool_server
 from e2e_utils import REPO
+
+# every test here starts a tool process or trains a run
+pytestmark = pytest.mark.slow
 
 TOOL = osp.join(REPO, 'tools', 'analysis', 'plot_ast_weights.py')
 
 
 def run(*args):
-    return tool_server.run([sys.executable, TOOL, *args], capture_output=True,
-                          text=True, timeout=120,
-                          env=dict(os.environ, PYTHONWARNINGS='ignore'))
+    return tool_server.run([sys.executable, TOOL, *args],
+                           capture_output=True,
+                           text=True,
+                           timeout=120,
+                           env=dict(os.environ, PYTHONWARNINGS='ignore'))
 
 
 def test_draws_the_curves(tmp_path):

@@ -20,14 +20,16 @@ def test_checkpoint_with_message_hub_loads_weights_only(tmp_path):
     """torch >= 2.6 loads with weights_only=True; the mmengine objects in a
     checkpoint must be allowed (and nothing callable like getattr)."""
     from mmengine.logging import MessageHub
+
     import mmseg_sign  # noqa: F401 (registers the safe globals)
     hub = MessageHub.get_instance('ckpt_test')
     for i in range(3):
         hub.update_scalar('train/loss', 0.5 * i)
     hub.update_info('iter', 3)
     path = tmp_path / 'ckpt.pth'
-    torch.save(dict(message_hub=hub.state_dict(),
-                    state_dict=dict(w=torch.ones(2))), path)
+    torch.save(
+        dict(message_hub=hub.state_dict(), state_dict=dict(w=torch.ones(2))),
+        path)
     loaded = torch.load(path, weights_only=True)
     buf = loaded['message_hub']['log_scalars']['train/loss']
     assert buf.mean() == pytest.approx(0.5)
@@ -76,19 +78,25 @@ class GetsAttribute:
         return getattr, (HistoryBuffer, 'update')
 
 
+@pytest.mark.slow
 def test_checkpoint_written_without_mmseg_sign_loads_safely(tmp_path):
     """mmengine's ``HistoryBuffer`` pickles ``getattr(HistoryBuffer, 'min')``
     when ``mmseg_sign`` (and its reducer) is not imported; such checkpoints
     load with ``weights_only=True`` through every mmengine path."""
     from mmengine.logging import MessageHub
     from mmengine.runner import load_checkpoint
-    from mmengine.runner.checkpoint import (CheckpointLoader,
-                                            _load_checkpoint)
+    from mmengine.runner.checkpoint import CheckpointLoader, _load_checkpoint
+
     from mmseg_sign.utils.checkpoint import load_from_local
 
     ckpt, weights = tmp_path / 'plain.pth', tmp_path / 'weights.pth'
-    subprocess.run([sys.executable, '-c', WRITE_WITHOUT_MMSEG_SIGN,
-                    str(ckpt), str(weights)], check=True, cwd=str(tmp_path))
+    subprocess.run([
+        sys.executable, '-c', WRITE_WITHOUT_MMSEG_SIGN,
+        str(ckpt),
+        str(weights)
+    ],
+                   check=True,
+                   cwd=str(tmp_path))
     with zipfile.ZipFile(ckpt) as archive:
         data_pkl = next(n for n in archive.namelist()
                         if n.endswith('data.pkl'))
@@ -97,8 +105,7 @@ def test_checkpoint_written_without_mmseg_sign_loads_safely(tmp_path):
     # the local loader of tools/test.py, --resume, load_from, init_model
     assert CheckpointLoader._get_checkpoint_loader(str(ckpt)) \
         is load_from_local
-    for load in (_load_checkpoint, lambda p: torch.load(p,
-                                                        weights_only=True)):
+    for load in (_load_checkpoint, lambda p: torch.load(p, weights_only=True)):
         loaded = load(str(ckpt))
         buffer = loaded['message_hub']['log_scalars']['train/loss']
         assert isinstance(buffer, HistoryBuffer)
@@ -124,9 +131,10 @@ def test_refused_checkpoint_never_suggests_unsafe_loading(
         tmp_path, payload, refused):
     from mmengine.runner.checkpoint import _load_checkpoint
     sentinel = tmp_path / 'SENTINEL'
-    obj = dict(system=RunsCommand(f'touch {sentinel}'),
-               namespace=argparse.Namespace(lr=0.1),
-               getattr=GetsAttribute())[payload]
+    obj = dict(
+        system=RunsCommand(f'touch {sentinel}'),
+        namespace=argparse.Namespace(lr=0.1),
+        getattr=GetsAttribute())[payload]
     path = tmp_path / 'evil.pth'
     torch.save(dict(state_dict={'w': torch.ones(2)}, extra=obj), str(path))
     with pytest.raises(UnsafeCheckpointError) as info:

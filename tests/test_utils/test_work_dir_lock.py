@@ -29,13 +29,14 @@ def test_checkpoints_are_pth_files_and_last_checkpoint(tmp_path):
     wd = _work_dir(tmp_path, 'iter_4.pth', 'last_checkpoint', 'cfg.py',
                    'best_mIoU_iter_2.pth', 'scalars.json')
     assert work_dir_checkpoints(wd) == [
-        'best_mIoU_iter_2.pth', 'iter_4.pth', 'last_checkpoint']
+        'best_mIoU_iter_2.pth', 'iter_4.pth', 'last_checkpoint'
+    ]
     assert work_dir_checkpoints(str(tmp_path / 'missing')) == []
 
 
 @pytest.mark.parametrize('names', [(), ('cfg.py', 'scalars.json')])
-def test_a_new_run_in_a_work_dir_without_checkpoints_is_allowed(tmp_path,
-                                                                names):
+def test_a_new_run_in_a_work_dir_without_checkpoints_is_allowed(
+        tmp_path, names):
     check_resume_source(_work_dir(tmp_path, *names), None, resume=False)
 
 
@@ -48,22 +49,23 @@ def test_a_new_run_over_checkpoints_needs_overwrite(tmp_path):
         wd = _work_dir(tmp_path / str(i), 'iter_2.pth', 'iter_4.pth',
                        'last_checkpoint')
         if load_from is not None:
-            load_from = osp.join(wd if load_from == 'iter_2.pth'
-                                 else str(tmp_path), load_from)
-        with pytest.raises(ValueError, match=(
-                rf'the work dir {wd} holds checkpoints of an earlier run '
-                r'\(iter_2.pth, iter_4.pth\).*--resume.*another --work-dir'
-                r'.*--overwrite-checkpoints.*overwrite_checkpoints=True')):
+            load_from = osp.join(
+                wd if load_from == 'iter_2.pth' else str(tmp_path), load_from)
+        with pytest.raises(
+                ValueError,
+                match=(
+                    rf'the work dir {wd} holds checkpoints of an earlier run '
+                    r'\(iter_2.pth, iter_4.pth\).*--resume.*another --work-dir'
+                    r'.*--overwrite-checkpoints.*overwrite_checkpoints=True')):
             check_resume_source(wd, load_from, resume=False)
         check_resume_source(wd, load_from, resume=False, overwrite=True)
         assert work_dir_checkpoints(wd) == []
         moved = [d for d in os.listdir(wd) if d.startswith('replaced_')]
-        assert len(moved) == 1 and sorted(os.listdir(
-            osp.join(wd, moved[0]))) == ['iter_2.pth', 'iter_4.pth',
-                                         'last_checkpoint']
+        assert len(moved) == 1 and sorted(os.listdir(osp.join(
+            wd, moved[0]))) == ['iter_2.pth', 'iter_4.pth', 'last_checkpoint']
     wd = _work_dir(tmp_path / 'own', 'iter_2.pth', 'iter_4.pth')
-    (tmp_path / 'own' / 'wd' / 'last_checkpoint').write_text(
-        f'{wd}/iter_4.pth')
+    (tmp_path / 'own' / 'wd' /
+     'last_checkpoint').write_text(f'{wd}/iter_4.pth')
     check_resume_source(wd, None, resume=True)  # continues its own run
 
 
@@ -73,7 +75,9 @@ def test_resume_from_another_runs_checkpoint_stays_refused(tmp_path):
     with pytest.raises(ValueError, match='another run\'s checkpoint'):
         check_resume_source(wd, other, resume=True)
     # with --overwrite-checkpoints too: the two flags contradict (C9)
-    with pytest.raises(ValueError, match='--resume continues the run in the '
-                       'work dir and --overwrite-checkpoints'):
+    with pytest.raises(
+            ValueError,
+            match='--resume continues the run in the '
+            'work dir and --overwrite-checkpoints'):
         check_resume_source(wd, other, resume=True, overwrite=True)
     check_resume_source(wd, f'{wd}/iter_2.pth', resume=True)  # its own

@@ -30,16 +30,15 @@ import argparse
 
 import torch
 from mmengine.config import Config, DictAction
+from mmseg.utils import register_all_modules
 
 import mmseg_sign  # noqa: F401
-from mmseg.utils import register_all_modules
-from mmseg_sign.engine.optim_wrappers import check_amp_dtype
 from mmseg_sign.analysis.benchmark import (benchmark_models, measure_inference,
-                                        measure_training, print_tables,
-                                        random_batch)
-from mmseg_sign.utils.cli import merge_cfg_options
+                                           measure_training, print_tables,
+                                           random_batch)
 from mmseg_sign.analysis.op_audit import print_counts, use_foreach
-
+from mmseg_sign.engine.optim_wrappers import check_amp_dtype
+from mmseg_sign.utils.cli import merge_cfg_options
 
 MIN_SIZE = 32  # smallest benchmark input: 4×4 features at output stride 8
 
@@ -48,34 +47,47 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
     parser.add_argument('--device', choices=['cpu', 'cuda'], default='cpu')
-    parser.add_argument('--amp', action='store_true',
-                        help='mixed precision (MixedPrecisionOptimWrapper, '
-                        'autocast): float16 on CUDA, bfloat16 on a CPU')
-    parser.add_argument('--amp-dtype', choices=['float16', 'bfloat16'],
-                        help='the autocast dtype (implies --amp)')
+    parser.add_argument(
+        '--amp',
+        action='store_true',
+        help='mixed precision (MixedPrecisionOptimWrapper, '
+        'autocast): float16 on CUDA, bfloat16 on a CPU')
+    parser.add_argument(
+        '--amp-dtype',
+        choices=['float16', 'bfloat16'],
+        help='the autocast dtype (implies --amp)')
     parser.add_argument('--batch-size', type=int, default=2)
     parser.add_argument('--crop', type=int, nargs=2, default=[512, 512])
-    parser.add_argument('--sizes', nargs='+',
-                        default=['256x256', '512x512', '512x1024',
-                                 '1024x2048'],
-                        help='inference sizes HxW (batch 1)')
+    parser.add_argument(
+        '--sizes',
+        nargs='+',
+        default=['256x256', '512x512', '512x1024', '1024x2048'],
+        help='inference sizes HxW (batch 1)')
     parser.add_argument('--warmup', type=int, default=1)
     parser.add_argument('--repeats', type=int, default=3)
     parser.add_argument('--threads', type=int, default=None)
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override config settings, e.g. '
-                        'model.neck.encoder_cfg.key_pool=4')
     parser.add_argument(
-        '--foreach', action='store_true',
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override config settings, e.g. '
+        'model.neck.encoder_cfg.key_pool=4')
+    parser.add_argument(
+        '--foreach',
+        action='store_true',
         help="every optimizer (SIGN's and the baseline's) steps with torch's "
         'foreach kernels, its default on a GPU (a CPU steps parameter by '
         'parameter): --count then counts the launches a GPU makes')
-    parser.add_argument('--count', action='store_true',
-                        help='also count the ATen operator calls and FLOPs '
-                        'of one iteration of each training row')
-    parser.add_argument('--profile', action='store_true',
-                        help='print torch.profiler\'s top operators of a '
-                        'SIGN train iteration')
+    parser.add_argument(
+        '--count',
+        action='store_true',
+        help='also count the ATen operator calls and FLOPs '
+        'of one iteration of each training row')
+    parser.add_argument(
+        '--profile',
+        action='store_true',
+        help='print torch.profiler\'s top operators of a '
+        'SIGN train iteration')
     args = parser.parse_args(argv)
     if args.device == 'cuda' and not torch.cuda.is_available():
         parser.error('--device cuda, but torch.cuda.is_available() is False '
@@ -103,8 +115,8 @@ def profile(model, ow, batch, device) -> None:
     """torch.profiler's top operators of three SIGN train iterations."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
-    activities = [ProfilerActivity.CPU] + (
-        [ProfilerActivity.CUDA] if device == 'cuda' else [])
+    activities = [ProfilerActivity.CPU
+                  ] + ([ProfilerActivity.CUDA] if device == 'cuda' else [])
     model.train()
     with torch_profile(activities=activities) as prof:
         for _ in range(3):
@@ -126,10 +138,10 @@ def main():
     device = args.device
     amp_dtype = check_amp_dtype(device, args.amp_dtype) \
         if args.amp or args.amp_dtype else None
-    print(f'torch {torch.__version__}, device {device}'
-          + (f' ({torch.cuda.get_device_name()})' if device == 'cuda' else
-             f', {torch.get_num_threads()} threads')
-          + f', amp {amp_dtype or False}, batch {args.batch_size}, crop '
+    print(f'torch {torch.__version__}, device {device}' +
+          (f' ({torch.cuda.get_device_name()})' if device ==
+           'cuda' else f', {torch.get_num_threads()} threads') +
+          f', amp {amp_dtype or False}, batch {args.batch_size}, crop '
           f'{args.crop[0]}x{args.crop[1]}, config {args.config}')
     models = benchmark_models(cfg, device, amp_dtype, args.crop)
     if args.foreach:
@@ -137,9 +149,9 @@ def main():
     batch = random_batch(args.batch_size, args.crop, models['num_classes'],
                          models['unseen'])
     counts = {} if args.count else None
-    rows, times, t_base = measure_training(
-        cfg, models, batch, args.batch_size, device, args.warmup,
-        args.repeats, counts)
+    rows, times, t_base = measure_training(cfg, models, batch, args.batch_size,
+                                           device, args.warmup, args.repeats,
+                                           counts)
     if args.profile:
         profile(models['sign'], models['sign_ow'], batch, device)
     infer = measure_inference(models, args.sizes, device, amp_dtype,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 48's comparison on CamVid with ImageNet features (docs/camvid.md):
+# The Table-1 comparison on CamVid with ImageNet features (docs/camvid.md):
 # every Table-1 row, training seeds 0-4, seed by seed (a finished seed is a
 # paired row for every config), two runs at a time on 2 cores. Runs are
 # kept in WORK/results.json as they finish; a repeated call skips them and
@@ -27,7 +27,7 @@ CONFIGS=(configs/sign/sign_lite0_camvid-480x360.py
 echo "[$(date +%T)] seeds $SEEDS"
 $PY tools/toy_table.py "${CONFIGS[@]}" --data config --seeds $SEEDS \
   --jobs 2 --checkpoint-interval 400 --work-dir "$WORK" || echo "[$(date +%T)] rc=$?"
-# the table and the paired differences of issue 48 over the runs stored
+# the table and the paired differences over the runs stored
 # so far (a seed that some row lacks is left out of that row's pairs)
 $PY tools/toy_table.py "${CONFIGS[@]}" \
   configs/baselines/supervised_lite0_camvid-480x360.py --data config \

@@ -35,8 +35,9 @@ SPLITS = ('train', 'val')
 
 
 def pixel_md5(img: np.ndarray) -> str:
-    return hashlib.md5(np.ascontiguousarray(img).tobytes() +
-                       str(img.shape).encode()).hexdigest()
+    return hashlib.md5(
+        np.ascontiguousarray(img).tobytes() +
+        str(img.shape).encode()).hexdigest()
 
 
 def _encode(src):
@@ -67,13 +68,14 @@ def pack(root, embeddings, out, part_mb):
         with open(osp.join(root, 'splits', name), 'rb') as f:
             items.append((f'splits/{name}', f.read(), None))
     with open(embeddings, 'rb') as f:
-        items.append((f'embeddings/{osp.basename(embeddings)}', f.read(),
-                      None))
-    photos = [(split, name) for split in SPLITS for name in sorted(
-        os.listdir(osp.join(root, 'img_dir', split)))]
+        items.append(
+            (f'embeddings/{osp.basename(embeddings)}', f.read(), None))
+    photos = [(split, name) for split in SPLITS
+              for name in sorted(os.listdir(osp.join(root, 'img_dir', split)))]
     with ProcessPoolExecutor() as pool:
-        coded = pool.map(_encode, [osp.join(root, 'img_dir', s, n)
-                                   for s, n in photos], chunksize=8)
+        coded = pool.map(
+            _encode, [osp.join(root, 'img_dir', s, n) for s, n in photos],
+            chunksize=8)
         manifest = {}
         for (split, name), (md5, data) in zip(photos, coded):
             rel = f'img_dir/{split}/{osp.splitext(name)[0]}.webp'

@@ -14,8 +14,8 @@ import argparse
 import numpy as np
 from mmengine.config import Config, DictAction
 from mmengine.registry import init_default_scope
-
 from mmseg.registry import DATASETS
+
 from mmseg_sign.analysis.class_weights import (ENET_C, enet_class_weights,
                                                label_counts)
 from mmseg_sign.utils.cli import merge_cfg_options
@@ -24,11 +24,17 @@ from mmseg_sign.utils.cli import merge_cfg_options
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
-    parser.add_argument('--c', type=float, default=ENET_C,
-                        help=f"ENet's constant (default {ENET_C})")
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='override config settings (e.g. '
-                        'train_dataloader.dataset.ann_file=...)')
+    parser.add_argument(
+        '--c',
+        type=float,
+        default=ENET_C,
+        help=f"ENet's constant (default {ENET_C})")
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override config settings (e.g. '
+        'train_dataloader.dataset.ann_file=...)')
     args = parser.parse_args(argv)
     if args.c <= 1:
         parser.error(f'--c must be above 1 (1 / ln(c + p) is finite for '
@@ -52,8 +58,8 @@ def main(argv=None):
     for name, share, weight in zip(dataset.metainfo['classes'], shares,
                                    weights):
         print(f'| {name} | {100 * share:.2f} | {weight:.3f} |')
-    print('model.decode_head.loss_decode.class_weight=['
-          + ', '.join(f'{w:.3f}' for w in weights) + ']')
+    print('model.decode_head.loss_decode.class_weight=[' +
+          ', '.join(f'{w:.3f}' for w in weights) + ']')
     return np.round(weights, 3)
 
 

@@ -38,8 +38,12 @@ from mmengine.dataset import pseudo_collate
 from mmseg_sign.apis.inference import model_and_test_set
 
 
-def real_features(model, dataset, max_images: int, samples: int,
-                  num_classes: int, seed: int = 0) -> dict:
+def real_features(model,
+                  dataset,
+                  max_images: int,
+                  samples: int,
+                  num_classes: int,
+                  seed: int = 0) -> dict:
     """``{class: [n, channels]}``: ``F_x`` at the labelled pixels of the
     first ``max_images`` test images, at most ``samples`` per class drawn
     without replacement (generator of ``seed``)."""
@@ -50,8 +54,8 @@ def real_features(model, dataset, max_images: int, samples: int,
         with torch.no_grad():
             fx = model.extract_inference_feat(data['inputs'])[0]
         seg = data['data_samples'][0].gt_sem_seg.data[None].float()
-        label = F.interpolate(seg, size=fx.shape[2:],
-                              mode='nearest')[0, 0].long().flatten()
+        label = F.interpolate(
+            seg, size=fx.shape[2:], mode='nearest')[0, 0].long().flatten()
         keep = label < num_classes  # not the ignore index
         feats.append(fx[0].flatten(1).T[keep])
         labels.append(label[keep])
@@ -66,7 +70,9 @@ def real_features(model, dataset, max_images: int, samples: int,
     return out
 
 
-def generated_features(head, num_classes: int, samples: int,
+def generated_features(head,
+                       num_classes: int,
+                       samples: int,
                        seed: int = 0) -> dict:
     """``{class: [samples, channels]}``: ``G(M(w_c) ⊕ z)``, ``z ~ N(0, I)``
     from a generator of ``seed``, G in training mode (dropout on)."""
@@ -86,8 +92,7 @@ def generated_features(head, num_classes: int, samples: int,
     return out
 
 
-def gap_rows(real: dict, generated: dict, classify, classes,
-             unseen) -> list:
+def gap_rows(real: dict, generated: dict, classify, classes, unseen) -> list:
     """One dict per class (see the module's docstring); ``classify`` maps
     features ``[n, channels]`` to logits ``[n, K]``."""
     means = {c: f.mean(0) for c, f in real.items()}
@@ -97,9 +102,12 @@ def gap_rows(real: dict, generated: dict, classify, classes,
     rows = []
     for c, name in enumerate(classes):
         fake = generated[c]
-        row = {'class': name, 'split': 'unseen' if name in unseen else 'seen',
-               'C generated': (classify(fake).argmax(1) == c)
-               .float().mean().item()}
+        row = {
+            'class': name,
+            'split': 'unseen' if name in unseen else 'seen',
+            'C generated':
+            (classify(fake).argmax(1) == c).float().mean().item()
+        }
         gen_mean = fake.mean(0)
         if c in real:
             row['C real'] = (classify(real[c]).argmax(1) == c).float() \
@@ -119,8 +127,10 @@ def gap_rows(real: dict, generated: dict, classify, classes,
 
 
 def markdown(rows: list) -> str:
-    cols = ['class', 'split', 'real pixels', 'C real', 'C generated', 'cos',
-            'nearest real', 'gap / spread']
+    cols = [
+        'class', 'split', 'real pixels', 'C real', 'C generated', 'cos',
+        'nearest real', 'gap / spread'
+    ]
     pct = {'C real', 'C generated'}
 
     def cell(row, col):
@@ -131,10 +141,8 @@ def markdown(rows: list) -> str:
             return f'{100 * value:.1f} %'
         return f'{value:.3f}' if isinstance(value, float) else str(value)
 
-    lines = ['| ' + ' | '.join(cols) + ' |',
-             '|' + '---|' * len(cols)]
-    lines += ['| ' + ' | '.join(cell(r, c) for c in cols) + ' |'
-              for r in rows]
+    lines = ['| ' + ' | '.join(cols) + ' |', '|' + '---|' * len(cols)]
+    lines += ['| ' + ' | '.join(cell(r, c) for c in cols) + ' |' for r in rows]
     return '\n'.join(lines)
 
 
@@ -143,11 +151,17 @@ def main():
     parser.add_argument('config')
     parser.add_argument('checkpoint')
     parser.add_argument('--max-images', type=int, default=60)
-    parser.add_argument('--samples', type=int, default=2000,
-                        help='features per class, real and generated')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='e.g. the test set: test_dataloader.dataset.'
-                        'ann_file=splits/train_held-out.txt')
+    parser.add_argument(
+        '--samples',
+        type=int,
+        default=2000,
+        help='features per class, real and generated')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='e.g. the test set: test_dataloader.dataset.'
+        'ann_file=splits/train_held-out.txt')
     args = parser.parse_args()
     for name in ('max_images', 'samples'):
         if getattr(args, name) < 1:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 48's comparison (tools/analysis/camvid_lite0_campaign.sh) on a GPU
+# The Table-1 comparison on CamVid (tools/analysis/camvid_lite0_campaign.sh) on a GPU
 # machine, in the last of the warm calls that carried the data there
 # (docs/gpu.md, "CamVid on the GPU machine"):
 #

@@ -35,8 +35,8 @@ def latent_pixels(model, dataset, max_images):
         with torch.no_grad():
             _, mu, logvar, _ = model.extract_feat(data['inputs'])[:4]
         seg = data['data_samples'][0].gt_sem_seg.data[None].float()
-        labels = F.interpolate(seg, size=mu.shape[2:],
-                               mode='nearest')[0, 0].long().flatten()
+        labels = F.interpolate(
+            seg, size=mu.shape[2:], mode='nearest')[0, 0].long().flatten()
         mu, sigma = mu[0].flatten(1).T, torch.exp(0.5 * logvar[0]).flatten(1).T
         z = mu + sigma * torch.randn(mu.shape, generator=g)
         keep = labels != 255
@@ -44,14 +44,18 @@ def latent_pixels(model, dataset, max_images):
     return out
 
 
-def linear_probe(train_x, train_y, test_x, test_y, num_classes,
+def linear_probe(train_x,
+                 train_y,
+                 test_x,
+                 test_y,
+                 num_classes,
                  steps: int = 200):
     """Accuracy of a logistic regression (LBFGS, standardised inputs)."""
     mean, std = train_x.mean(0), train_x.std(0).clamp(min=1e-6)
     train_x, test_x = (train_x - mean) / std, (test_x - mean) / std
     linear = torch.nn.Linear(train_x.shape[1], num_classes)
-    opt = torch.optim.LBFGS(linear.parameters(), max_iter=steps,
-                            line_search_fn='strong_wolfe')
+    opt = torch.optim.LBFGS(
+        linear.parameters(), max_iter=steps, line_search_fn='strong_wolfe')
 
     def closure():
         opt.zero_grad()
@@ -70,9 +74,12 @@ def main():
     parser.add_argument('config')
     parser.add_argument('checkpoint')
     parser.add_argument('--max-images', type=int, default=50)
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
-                        help='e.g. the test set: test_dataloader.dataset.'
-                        'ann_file=splits/train_held-out.txt')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='e.g. the test set: test_dataloader.dataset.'
+        'ann_file=splits/train_held-out.txt')
     args = parser.parse_args()
     _, model, dataset = model_and_test_set(args.config, args.checkpoint,
                                            args.cfg_options)

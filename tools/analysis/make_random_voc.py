@@ -24,7 +24,6 @@ import os.path as osp
 import numpy as np
 from PIL import Image
 
-
 #: one fixed colour per label value
 PALETTE = np.random.default_rng(0).integers(0, 256, (256, 3))
 
@@ -45,8 +44,8 @@ def random_sample(rng, height, width, cells=4):
 def write_split(root, names, rng, size):
     for name in names:
         image, label = random_sample(rng, *size)
-        Image.fromarray(image).save(osp.join(root, 'JPEGImages', name +
-                                             '.jpg'))
+        Image.fromarray(image).save(
+            osp.join(root, 'JPEGImages', name + '.jpg'))
         for folder in ('SegmentationClassAug', 'SegmentationClass'):
             Image.fromarray(label).save(osp.join(root, folder, name + '.png'))
 
@@ -56,23 +55,32 @@ def main(argv=None):
     parser.add_argument('root', help='e.g. data/VOCdevkit/VOC2012')
     parser.add_argument('--num-train', type=int, default=32)
     parser.add_argument('--num-val', type=int, default=8)
-    parser.add_argument('--size', type=int, nargs=2, default=(375, 500),
-                        metavar=('H', 'W'), help='image size (VOC-like)')
+    parser.add_argument(
+        '--size',
+        type=int,
+        nargs=2,
+        default=(375, 500),
+        metavar=('H', 'W'),
+        help='image size (VOC-like)')
     parser.add_argument('--seed', type=int, default=0)
-    parser.add_argument('--force', action='store_true',
-                        help='write into a folder that already holds '
-                        'images, labels or split lists (mixing the random '
-                        'samples into them and replacing aug.txt / val.txt)')
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='write into a folder that already holds '
+        'images, labels or split lists (mixing the random '
+        'samples into them and replacing aug.txt / val.txt)')
     args = parser.parse_args(argv)
     folders = ('JPEGImages', 'SegmentationClassAug', 'SegmentationClass',
                'ImageSets/Segmentation')
-    held = {f: len(os.listdir(osp.join(args.root, f))) for f in folders
-            if osp.isdir(osp.join(args.root, f)) and
-            os.listdir(osp.join(args.root, f))}
+    held = {
+        f: len(os.listdir(osp.join(args.root, f)))
+        for f in folders if osp.isdir(osp.join(args.root, f))
+        and os.listdir(osp.join(args.root, f))
+    }
     if held and not args.force:
         parser.error(
-            f'{args.root} already holds a data set ('
-            + ', '.join(f'{f}: {n} files' for f, n in held.items()) +
+            f'{args.root} already holds a data set (' +
+            ', '.join(f'{f}: {n} files' for f, n in held.items()) +
             '): random samples would be mixed into it and its split lists '
             'aug.txt / val.txt replaced. Give a new folder, e.g. '
             'data/random_voc/VOC2012, or --force to write into it anyway.')
@@ -84,8 +92,9 @@ def main(argv=None):
         val=[f'val_{i:05d}' for i in range(args.num_val)])
     for split, names in splits.items():
         write_split(args.root, names, rng, args.size)
-        with open(osp.join(args.root, 'ImageSets', 'Segmentation',
-                           split + '.txt'), 'w') as f:
+        with open(
+                osp.join(args.root, 'ImageSets', 'Segmentation',
+                         split + '.txt'), 'w') as f:
             f.write('\n'.join(names) + '\n')
     print(f'{args.num_train} train / {args.num_val} val random VOC samples '
           f'in {args.root}')

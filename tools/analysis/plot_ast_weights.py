@@ -15,14 +15,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 from mmseg_sign.models.losses import annealed_weights  # noqa: E402
-from mmseg_sign.utils.atomic import (atomic_write,  # noqa: E402
-                                     check_output_file)
+from mmseg_sign.utils.atomic import atomic_write  # noqa: E402
+from mmseg_sign.utils.atomic import check_output_file  # noqa: E402
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--temperatures', type=float, nargs='+',
-                        default=[0.1, 0.25, 0.5, 1.0, 2.0, 5.0])
+    parser.add_argument(
+        '--temperatures',
+        type=float,
+        nargs='+',
+        default=[0.1, 0.25, 0.5, 1.0, 2.0, 5.0])
     parser.add_argument('--out', default='docs/ast_weights.png')
     args = parser.parse_args()
     try:  # a folder, or a place nothing can be written (/proc), first
@@ -36,8 +39,8 @@ def main():
     confidence = torch.linspace(0, 1, 201)
     fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=120)
     for t in args.temperatures:
-        ax.plot(confidence, annealed_weights(confidence, t),
-                label=f'T = {t:g}')
+        ax.plot(
+            confidence, annealed_weights(confidence, t), label=f'T = {t:g}')
     ax.set_xlabel('teacher confidence p of a pseudo label')
     ax.set_ylabel('loss weight w (max 1)')
     ax.set_title('Annealed self-training weights, eq. 16')

@@ -16,8 +16,8 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
-from mmseg_sign.utils.atomic import (atomic_write,  # noqa: E402
-                                     check_output_file)
+from mmseg_sign.utils.atomic import atomic_write  # noqa: E402
+from mmseg_sign.utils.atomic import check_output_file  # noqa: E402
 
 
 def parse_args():
@@ -29,21 +29,26 @@ def parse_args():
 
 
 def plot(data: dict, out: str, title: Optional[str] = None) -> None:
-    points = sorted(data['points'],
-                    key=lambda p: (p['mIoU_seen'], p['mIoU_unseen']))
+    points = sorted(
+        data['points'], key=lambda p: (p['mIoU_seen'], p['mIoU_unseen']))
     seen = [p['mIoU_seen'] for p in points]
     unseen = [p['mIoU_unseen'] for p in points]
     fig, ax = plt.subplots(figsize=(5, 4.5))
     ax.plot(seen, unseen, 'o-', color='tab:blue', label='sweep')
     for p in points:
-        ax.annotate(f"{p['gamma']:g}", (p['mIoU_seen'], p['mIoU_unseen']),
-                    textcoords='offset points', xytext=(4, 4), fontsize=7)
+        ax.annotate(
+            f"{p['gamma']:g}", (p['mIoU_seen'], p['mIoU_unseen']),
+            textcoords='offset points',
+            xytext=(4, 4),
+            fontsize=7)
     best = data.get('calibration_best')
-    if best is not None and not (isinstance(best, float) and
-                                 math.isnan(best)):
+    if best is not None and not (isinstance(best, float) and math.isnan(best)):
         b = min(points, key=lambda p: abs(p['gamma'] - best))
-        ax.plot([b['mIoU_seen']], [b['mIoU_unseen']], marker='*',
-                markersize=16, color='tab:red', linestyle='none',
+        ax.plot([b['mIoU_seen']], [b['mIoU_unseen']],
+                marker='*',
+                markersize=16,
+                color='tab:red',
+                linestyle='none',
                 label=f"best hIoU {data['hIoU_best']:.2f} (γ={best:g})")
     ax.set_xlabel('seen mIoU (%)')
     ax.set_ylabel('unseen mIoU (%)')

@@ -6,12 +6,12 @@ of self-training, on the training images.
 
 CHECKPOINT is the model when self-training starts (the teacher: e.g.
 ``iter_1000.pth``, the last of ``configs/sign/sign_toy_transfer-only.py``,
-whose plan is ``sign_toy.py``'s up to the end of transfer). Every training image is
-read whole with the test pipeline (no crop, no flip) and its true labels;
-the unseen classes are then ignored as the training pipeline does
-(``MaskUnseenClasses``) and the pseudo labels are made exactly as the
-config's ``self_train`` stage makes them (its mode, temperature, top_p,
-top_k, candidates: :func:`mmseg_sign.models.utils.pseudo_label_image`;
+whose plan is ``sign_toy.py``'s up to the end of transfer). Every training
+image is read whole with the test pipeline (no crop, no flip) and its true
+labels; the unseen classes are then ignored as the training pipeline does
+(``MaskUnseenClasses``) and the pseudo labels are made exactly as the config's
+``self_train`` stage makes them (its mode, temperature, top_p, top_k,
+candidates: :func:`mmseg_sign.models.utils.pseudo_label_image`;
 ``max_pseudo_ratio`` rescales a whole batch and is not applied here).
 
 Printed (and written to ``--out`` as JSON): of the pseudo-labelled pixels,
@@ -31,11 +31,13 @@ from mmengine.config import Config, DictAction
 from mmengine.dataset import pseudo_collate
 from mmengine.registry import init_default_scope
 
-from mmseg_sign.evaluation.pseudo_label_quality import (  # noqa: F401
-    GROUPS, pseudo_label_groups, summarise)
+from mmseg_sign.evaluation.pseudo_label_quality import GROUPS  # noqa: F401
+from mmseg_sign.evaluation.pseudo_label_quality import (pseudo_label_groups,
+                                                        summarise)
 from mmseg_sign.utils.atomic import (atomic_write, check_output_file,
                                      dataset_folders)
 from mmseg_sign.utils.cli import merge_cfg_options
+
 
 def self_train_stage(cfg: Config) -> dict:
     """The config's ``self_train`` stage with every option filled in."""
@@ -56,24 +58,29 @@ def _dump_json(report: dict, path: str) -> None:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
-    parser.add_argument('checkpoint', help='the model when self-training '
-                        'starts (the teacher)')
+    parser.add_argument(
+        'checkpoint',
+        help='the model when self-training '
+        'starts (the teacher)')
     parser.add_argument('--max-images', type=int, default=None)
     parser.add_argument('--out', help='write the report as JSON here')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     args = parser.parse_args()
-    import mmseg_sign  # noqa: F401  (registers the project's modules)
     from mmseg.registry import DATASETS
+
+    import mmseg_sign  # noqa: F401  (registers the project's modules)
     from mmseg_sign.models.utils import pseudo_label_image
 
     cfg = Config.fromfile(args.config)
     merge_cfg_options(cfg, args.cfg_options)
     if args.out:  # never onto the config, checkpoint or data it reads
         try:
-            check_output_file(args.out, {
-                'config': args.config, 'checkpoint': args.checkpoint,
-                **dataset_folders(cfg.train_dataloader.dataset)},
-                'pseudo_labels.json')
+            check_output_file(
+                args.out, {
+                    'config': args.config,
+                    'checkpoint': args.checkpoint,
+                    **dataset_folders(cfg.train_dataloader.dataset)
+                }, 'pseudo_labels.json')
         except ValueError as err:
             raise SystemExit(f'error: {err}') from None
     init_default_scope(cfg.get('default_scope', 'mmseg'))
@@ -101,30 +108,37 @@ def main():
         sample = data['data_samples'][0]
         with torch.no_grad():
             logits = head(model.extract_feat(data['inputs']))
-            logits = F.interpolate(logits, size=data['inputs'].shape[2:],
-                                   mode='bilinear',
-                                   align_corners=head.align_corners)
+            logits = F.interpolate(
+                logits,
+                size=data['inputs'].shape[2:],
+                mode='bilinear',
+                align_corners=head.align_corners)
         true = sample.gt_sem_seg.data[0]
         h, w = true.shape
         probs = logits[0, :, :h, :w].softmax(0)
-        train_label = torch.where(torch.isin(true, unseen),
-                                  torch.full_like(true, ignore), true)
+        train_label = torch.where(
+            torch.isin(true, unseen), torch.full_like(true, ignore), true)
         valid = torch.ones_like(true, dtype=torch.bool)
-        target, weight, _ = pseudo_label_image(
-            probs, train_label, unseen, valid, stage['mode'],
-            stage['temperature'], stage['top_p'], ignore, stage['top_k'],
-            stage['candidates'])
+        target, weight, _ = pseudo_label_image(probs, train_label, unseen,
+                                               valid, stage['mode'],
+                                               stage['temperature'],
+                                               stage['top_p'], ignore,
+                                               stage['top_k'],
+                                               stage['candidates'])
         masks = pseudo_label_groups(target, true, train_label, unseen, valid,
                                     ignore)
         for key, mask in masks.items():
             counts[key] += int(mask.sum())
             if key in weights:
                 weights[key].append(weight[mask])
-    report = dict(config=args.config, checkpoint=args.checkpoint,
-                  images=n, mode=stage['mode'],
-                  temperature=stage['temperature'],
-                  candidates=stage['candidates'],
-                  **summarise(counts, weights))
+    report = dict(
+        config=args.config,
+        checkpoint=args.checkpoint,
+        images=n,
+        mode=stage['mode'],
+        temperature=stage['temperature'],
+        candidates=stage['candidates'],
+        **summarise(counts, weights))
     print(f"pseudo labels of {args.checkpoint} on {n} training images "
           f"(mode {stage['mode']}, T = {stage['temperature']}, candidates "
           f"{stage['candidates']}):")

@@ -14,17 +14,19 @@ import os.path as osp
 from mmengine.config import Config
 
 import mmseg_sign  # noqa: F401
-from mmseg_sign.utils.device import check_device
 from mmseg_sign.analysis.toy_report import draw_predictions, plot_losses
+from mmseg_sign.utils.device import check_device
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
     parser.add_argument('checkpoint')
-    parser.add_argument('--work-dir', required=True,
-                        help='the training work dir (logs); pictures go '
-                        'there too')
+    parser.add_argument(
+        '--work-dir',
+        required=True,
+        help='the training work dir (logs); pictures go '
+        'there too')
     parser.add_argument('--num-images', type=int, default=6)
     parser.add_argument('--scale', type=int, default=3)
     parser.add_argument('--device', default='cpu')

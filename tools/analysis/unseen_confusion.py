@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from mmengine.config import Config, DictAction
 from mmengine.registry import init_default_scope
-
 from mmseg.apis import inference_model
 from mmseg.registry import DATASETS
+
 from mmseg_sign.apis.inference import init_model_checked
 from mmseg_sign.engine.hooks import CheckpointMismatchError
 from mmseg_sign.utils.cli import merge_cfg_options
@@ -42,16 +42,19 @@ def confusion(model, dataset) -> np.ndarray:
         sample = dataset[index]
         label = sample['data_samples'].gt_sem_seg.data[0].numpy()
         with torch.no_grad():
-            result = inference_model(
-                model, dataset.get_data_info(index)['img_path'])
+            result = inference_model(model,
+                                     dataset.get_data_info(index)['img_path'])
         pred = result.pred_sem_seg.data[0].cpu().numpy()
         keep = label != dataset.ignore_index
-        counts += np.bincount(label[keep] * k + pred[keep],
-                              minlength=k * k).reshape(k, k)
+        counts += np.bincount(
+            label[keep] * k + pred[keep], minlength=k * k).reshape(k, k)
     return counts
 
 
-def report(counts: np.ndarray, classes, unseen, top: int = 3,
+def report(counts: np.ndarray,
+           classes,
+           unseen,
+           top: int = 3,
            rows=None) -> list:
     """Markdown lines: per class (``rows``, default the unseen ones) its
     pixels, the ``top`` predicted classes with their shares, and the share
@@ -68,8 +71,10 @@ def report(counts: np.ndarray, classes, unseen, top: int = 3,
         list[str]: the table and a closing line.
     """
     unseen_ids = [classes.index(c) for c in unseen]
-    lines = ['| class | pixels | predicted as (share of its pixels) | '
-             'predicted unseen |', '|---|---|---|---|']
+    lines = [
+        '| class | pixels | predicted as (share of its pixels) | '
+        'predicted unseen |', '|---|---|---|---|'
+    ]
     for name in rows or unseen:
         i = classes.index(name)
         total = counts[i].sum()
@@ -98,8 +103,10 @@ def main(argv=None):
     parser.add_argument('config')
     parser.add_argument('checkpoint')
     parser.add_argument('--top', type=int, default=3)
-    parser.add_argument('--all', action='store_true',
-                        help='every class, not only the unseen ones')
+    parser.add_argument(
+        '--all',
+        action='store_true',
+        help='every class, not only the unseen ones')
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     args = parser.parse_args(argv)
@@ -118,14 +125,15 @@ def main(argv=None):
         parser.error(f'{args.config}: the test dataset has no unseen '
                      'classes.')
     try:
-        model = init_model_checked(cfg, args.checkpoint, args.device,
-                                   dataset_classes=meta['classes'])
+        model = init_model_checked(
+            cfg, args.checkpoint, args.device, dataset_classes=meta['classes'])
     except CheckpointMismatchError as err:
         raise SystemExit(f'error: {err}') from None
     counts = confusion(model, dataset)
     classes = list(meta['classes'])
-    print('\n'.join(report(counts, classes, list(meta['unseen_classes']),
-                           args.top, classes if args.all else None)))
+    print('\n'.join(
+        report(counts, classes, list(meta['unseen_classes']), args.top,
+               classes if args.all else None)))
 
 
 if __name__ == '__main__':

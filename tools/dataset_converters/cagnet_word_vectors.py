@@ -23,8 +23,7 @@ import sys
 import numpy as np
 
 from mmseg_sign.embeddings import (CAGNET_DATASETS, cagnet_class_embeddings,
-                                   cagnet_split_classes,
-                                   save_class_embeddings)
+                                   cagnet_split_classes, save_class_embeddings)
 from mmseg_sign.utils.atomic import check_output_file
 
 
@@ -49,15 +48,20 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     try:  # never onto CaGNet's files (the downloads it reads)
-        check_output_file(args.out, {
-            '--fasttext file': args.fasttext,
-            '--word2vec file': args.word2vec, '--labels file': args.labels,
-            '--novel file': args.novel}, f'{args.dataset}_cagnet.npz')
+        check_output_file(
+            args.out, {
+                '--fasttext file': args.fasttext,
+                '--word2vec file': args.word2vec,
+                '--labels file': args.labels,
+                '--novel file': args.novel
+            }, f'{args.dataset}_cagnet.npz')
     except ValueError as err:
         sys.exit(f'error: {err}')
     try:
         names, table = cagnet_class_embeddings(
-            args.dataset, args.fasttext, args.word2vec,
+            args.dataset,
+            args.fasttext,
+            args.word2vec,
             labels_path=args.labels)
         novel = None
         if args.novel:

@@ -8,7 +8,7 @@ class ids 0-10 and 11 = void, and ``train.txt`` / ``val.txt`` /
 
     OUT/img_dir/{train,val,test}/NAME.png
     OUT/ann_dir/{train,val,test}/NAME.png   # 0-10 (CamVid's 11), 255 = void
-    OUT/splits/train_{fit,held-out}.txt     # the training photographs cut in two
+    OUT/splits/train_{fit,held-out}.txt     # the training photographs, cut
 
 The two lists cut the training split for choosing a recipe without the
 validation photographs (``ann_file='splits/train_fit.txt'``; docs/
@@ -64,8 +64,9 @@ def write_train_splits(names: list, out: str) -> dict:
     """``splits/train_fit.txt`` and ``splits/train_held-out.txt`` under
     ``out`` (names without suffix, mmseg's ``ann_file`` format)."""
     os.makedirs(osp.join(out, 'splits'), exist_ok=True)
-    parts = dict(fit=[n for n in names if not is_held_out(n)],
-                 **{'held-out': [n for n in names if is_held_out(n)]})
+    parts = dict(
+        fit=[n for n in names if not is_held_out(n)],
+        **{'held-out': [n for n in names if is_held_out(n)]})
     for part, kept in parts.items():
         with open(osp.join(out, 'splits', f'train_{part}.txt'), 'w') as f:
             f.write(''.join(f'{n}\n' for n in kept))
@@ -114,11 +115,11 @@ def split_pairs(src: str, split: str) -> list:
             if names[0] in seen:  # one output file, NAME.png, for both
                 first, listed = seen[names[0]]
                 raise ValueError(
-                    f'{list_file}:{lineno} lists {osp.basename(image)} ' + (
-                        f'again (line {first}): the photograph would count '
-                        'twice' if listed == osp.basename(image) else
-                        f'and line {first} {listed}: both would be written '
-                        f'as {names[0]}.png, one over the other') +
+                    f'{list_file}:{lineno} lists {osp.basename(image)} ' +
+                    (f'again (line {first}): the photograph would count '
+                     'twice' if listed == osp.basename(image) else
+                     f'and line {first} {listed}: both would be written '
+                     f'as {names[0]}.png, one over the other') +
                     '; each photograph is listed once, under a name of its '
                     'own.')
             seen[names[0]] = (lineno, osp.basename(image))
@@ -173,8 +174,7 @@ def convert_pair(image_path: str, label_path: str, out: str, split: str,
             f'list, or use --scale >= {MIN_SIDE / min(image.size):.3f}.')
     if size != image.size:
         image = image.resize(size, Image.BOX)
-        label = np.asarray(Image.fromarray(label).resize(size,
-                                                         Image.NEAREST))
+        label = np.asarray(Image.fromarray(label).resize(size, Image.NEAREST))
     image.save(osp.join(out, 'img_dir', split, name))
     Image.fromarray(label).save(osp.join(out, 'ann_dir', split, name))
 
@@ -184,19 +184,22 @@ def parse_args(argv=None):
     parser.add_argument('src', help="the SegNet tutorial's CamVid folder")
     parser.add_argument('out', help='the mmseg-layout data root')
     parser.add_argument(
-        '--scale', type=float, default=0.375,
+        '--scale',
+        type=float,
+        default=0.375,
         help='resize factor (default 0.375: the 180x135 photographs that '
         'configs/_base_/datasets/camvid_zs.py expects; 1 keeps 480x360)')
-    parser.add_argument('--force', action='store_true',
-                        help='replace the converted data set in OUT')
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the converted data set in OUT')
     args = parser.parse_args(argv)
     if not 0 < args.scale <= 1:
         parser.error(f'--scale must be in (0, 1], got {args.scale}.')
     if not osp.isdir(args.src):
         parser.error(f'{args.src} is not a folder.')
     try:
-        check_output_dir(args.out, {'CamVid folder': args.src},
-                         'data/camvid')
+        check_output_dir(args.out, {'CamVid folder': args.src}, 'data/camvid')
     except ValueError as err:
         parser.error(str(err))
     src, out = osp.realpath(args.src), osp.realpath(args.out)
@@ -254,8 +257,8 @@ def main(argv=None):
                          f'{args.out}).')
         counts[split] = len(pairs)
     parts = write_train_splits(
-        [osp.splitext(osp.basename(image))[0]
-         for image, _ in splits['train']], partial)
+        [osp.splitext(osp.basename(image))[0] for image, _ in splits['train']],
+        partial)
     for sub in ('img_dir', 'ann_dir', 'splits'):
         shutil.rmtree(osp.join(args.out, sub), ignore_errors=True)
         os.replace(osp.join(partial, sub), osp.join(args.out, sub))

@@ -38,7 +38,9 @@ def main():
     if not names:
         raise SystemExit(f'No .png label maps found in {args.src}.')
     work = partial(
-        convert_one, src_dir=args.src, dst_dir=args.dst,
+        convert_one,
+        src_dir=args.src,
+        dst_dir=args.dst,
         lut=context59_to_33_lut())
     if args.nproc > 1:
         mmengine.track_parallel_progress(work, names, args.nproc)

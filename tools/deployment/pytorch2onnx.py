@@ -42,37 +42,54 @@ def parse_args(argv=None):
     parser.add_argument('checkpoint', help='checkpoint file')
     parser.add_argument('--out', required=True, help='output .onnx file')
     parser.add_argument(
-        '--shape', type=int, nargs=2, metavar=('H', 'W'),
+        '--shape',
+        type=int,
+        nargs=2,
+        metavar=('H', 'W'),
         help="input height and width (default: the data preprocessor's "
         '`size`, the crop size); with --dynamic only the traced example')
     parser.add_argument(
-        '--dynamic', action='store_true',
+        '--dynamic',
+        action='store_true',
         help='dynamic batch size, height and width')
     parser.add_argument(
-        '--output', choices=OUTPUTS, default='logits',
+        '--output',
+        choices=OUTPUTS,
+        default='logits',
         help='`logits`: N x K x H x W class logits (default); `seg`: the '
         'N x H x W label map (argmax)')
     parser.add_argument(
-        '--opset', type=int, default=None,
+        '--opset',
+        type=int,
+        default=None,
         help='ONNX opset (default: 17 with the torchscript exporter, 18 '
         'with dynamo)')
     parser.add_argument(
-        '--exporter', choices=EXPORTERS, default='torchscript',
+        '--exporter',
+        choices=EXPORTERS,
+        default='torchscript',
         help="torch.onnx's exporter: `torchscript` (default; fast, the one "
         "mmdeploy uses) or `dynamo` (torch.export's, PyTorch's default "
         'since 2.9; needs onnxscript)')
     parser.add_argument(
-        '--verify', action='store_true',
+        '--verify',
+        action='store_true',
         help='compare ONNX Runtime (CPU) with PyTorch on the test set')
     parser.add_argument(
-        '--verify-images', type=int, default=0,
+        '--verify-images',
+        type=int,
+        default=0,
         help='images of the test set to verify on (default 0: all)')
     parser.add_argument(
-        '--min-agreement', type=float, default=99.9,
+        '--min-agreement',
+        type=float,
+        default=99.9,
         help='--verify fails below this argmax agreement in percent '
         '(default 99.9)')
     parser.add_argument(
-        '--cfg-options', nargs='+', action=DictAction,
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
         help='override config settings, xxx=yyy (as tools/test.py)')
     args = parser.parse_args(argv)
     if args.shape is not None and min(args.shape) < 1:
@@ -83,8 +100,10 @@ def parse_args(argv=None):
 # ----------------------------------------------------------------- model
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    check_output_file(args.out, {'checkpoint': args.checkpoint,
-                                 'config': args.config}, 'model.onnx')
+    check_output_file(args.out, {
+        'checkpoint': args.checkpoint,
+        'config': args.config
+    }, 'model.onnx')
     cfg = Config.fromfile(args.config)
     merge_cfg_options(cfg, args.cfg_options)
     table = cfg.model.get('decode_head', {}).get('class_embeddings')
@@ -105,8 +124,8 @@ def main(argv=None) -> dict:
           f'{args.output}; {model.decode_head.num_classes} classes.')
     result = {}
     if args.verify:
-        result = compare(model, args.out,
-                         test_images(cfg, args.verify_images), args.output)
+        result = compare(model, args.out, test_images(cfg, args.verify_images),
+                         args.output)
         diff = f"max abs logit difference {result['max_abs_diff']:.3g}, " \
             if args.output == 'logits' else ''
         print(f"ONNX Runtime vs PyTorch on {result['images']} test images "

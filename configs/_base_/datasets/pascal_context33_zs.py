@@ -1,5 +1,6 @@
 # Pascal Context, 33 classes, 4 unseen (CaGNet / SIGN protocol).
-# Labels: tools/dataset_converters/pascal_context33.py (docs/user_guide.md, "Datasets").
+# Labels: tools/dataset_converters/pascal_context33.py
+# (docs/user_guide.md, "Datasets").
 custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
 dataset_type = 'ZeroShotPascalContextDataset'
@@ -75,8 +76,10 @@ tta_pipeline = [
         type='TestTimeAug',
         transforms=[
             [
-                dict(type='Resize', scale=(int(512 * r), int(512 * r)),
-                     keep_ratio=True) for r in img_ratios
+                dict(
+                    type='Resize',
+                    scale=(int(512 * r), int(512 * r)),
+                    keep_ratio=True) for r in img_ratios
             ],
             [
                 dict(type='RandomFlip', prob=0., direction='horizontal'),

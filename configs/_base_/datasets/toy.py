@@ -9,8 +9,7 @@ crop_size = (64, 64)
 # classes and the class-embedding table: written with the data by
 # tools/make_toy_dataset.py.
 head_classes = dict(
-    num_classes=10,
-    class_embeddings='data/toy/class_embeddings.npz')
+    num_classes=10, class_embeddings='data/toy/class_embeddings.npz')
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations'),

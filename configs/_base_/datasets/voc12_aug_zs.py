@@ -75,8 +75,10 @@ tta_pipeline = [
         type='TestTimeAug',
         transforms=[
             [
-                dict(type='Resize', scale=(int(512 * r), int(512 * r)),
-                     keep_ratio=True) for r in img_ratios
+                dict(
+                    type='Resize',
+                    scale=(int(512 * r), int(512 * r)),
+                    keep_ratio=True) for r in img_ratios
             ],
             [
                 dict(type='RandomFlip', prob=0., direction='horizontal'),

@@ -50,7 +50,9 @@ model = dict(
         dropout_ratio=0.5,  # in the shared trunk, before C and D's head
         align_corners=False,
         loss_decode=dict(
-            type='CrossEntropyLoss', loss_weight=0.5, avg_non_ignore=True,
+            type='CrossEntropyLoss',
+            loss_weight=0.5,
+            avg_non_ignore=True,
             loss_name='loss_ce'),
         latent_channels=600,
         generator_hidden=(1024, 960, 864, 784, 720),

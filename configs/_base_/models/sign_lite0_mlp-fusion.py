@@ -6,7 +6,7 @@
 # here), then the SIM and SIGNHead as in sign_r18-tiny_toy.py at the
 # ceiling's width (128). The paper's E is DeepLab-v2's ASPP on one stride-8
 # level; Lite0's stride-8 level has 40 channels, and the output stride 8 by
-# dilation costs 4x per iteration on a CPU (issue 48's probe), so every
+# dilation costs 4x per iteration on a CPU (docs/camvid.md), so every
 # Table-1 row here reads the three levels through this one projection.
 _base_ = ['./lite0_segformer-head.py']
 feat_channels = 64

@@ -11,5 +11,5 @@ model = dict(
         input_proj=_base_.model.neck.input_proj),
     decode_head=dict(
         adversarial=False,
-        generator=dict(type='PixelMLPGenerator', hidden_channels=(256, ),
-                       dropout=0.5)))
+        generator=dict(
+            type='PixelMLPGenerator', hidden_channels=(256, ), dropout=0.5)))

@@ -16,5 +16,5 @@ model = dict(
         dilations=_base_.model.neck.dilations),
     decode_head=dict(
         adversarial=False,
-        generator=dict(type='PixelMLPGenerator', hidden_channels=(256, ),
-                       dropout=0.5)))
+        generator=dict(
+            type='PixelMLPGenerator', hidden_channels=(256, ), dropout=0.5)))

@@ -36,39 +36,39 @@ train_cfg = dict(
 # CaGNet's configs_st_voc.yaml): E, SIM SGD 5e-5 poly; D (+ C) Adam 1e-4;
 # G Adam 5e-5. Every Adam has torch's default betas (0.9, 0.999), as the
 # released trainer builds them.
-segmentor_paramwise = dict(custom_keys={
-    'neck.input_proj': dict(lr_mult=10.0),
-    **{f'neck.input_proj.{i}.conv.bias': dict(lr_mult=20.0, decay_mult=0.0)
-       for i in range(4)},
-    'neck.encoder': dict(lr_mult=5.0),
-    'neck.reparam': dict(lr_mult=5.0),
-})
+segmentor_paramwise = dict(
+    custom_keys={
+        'neck.input_proj': dict(lr_mult=10.0),
+        **{
+            f'neck.input_proj.{i}.conv.bias': dict(
+                lr_mult=20.0, decay_mult=0.0)
+            for i in range(4)
+        },
+        'neck.encoder': dict(lr_mult=5.0),
+        'neck.reparam': dict(lr_mult=5.0),
+    })
 classifier_modules = ['decode_head.trunk', 'decode_head.conv_seg']
 optim_wrapper = dict(
     constructor='ModuleGroupOptimWrapperConstructor',
     type='OptimWrapper',  # 'AmpOptimWrapper' (--amp): every entry in AMP
     segmentor=dict(
-        optimizer=dict(
-            type='SGD', lr=2.5e-4, momentum=0.9, weight_decay=5e-4),
+        optimizer=dict(type='SGD', lr=2.5e-4, momentum=0.9, weight_decay=5e-4),
         modules=['backbone', 'neck'],
         paramwise_cfg=segmentor_paramwise),
     generator=dict(
         optimizer=dict(type='Adam', lr=2e-4),
         modules=['decode_head.generator']),
     discriminator=dict(
-        optimizer=dict(
-            type='Adam', lr=2.5e-4, weight_decay=5e-4),
+        optimizer=dict(type='Adam', lr=2.5e-4, weight_decay=5e-4),
         modules=['decode_head.discriminator', *classifier_modules]),
     transfer=dict(
-        optimizer=dict(
-            type='Adam', lr=5e-5, weight_decay=5e-4),
+        optimizer=dict(type='Adam', lr=5e-5, weight_decay=5e-4),
         modules=['decode_head.discriminator', *classifier_modules]),
     transfer_generator=dict(
         optimizer=dict(type='Adam', lr=5e-5),
         modules=['decode_head.generator']),
     self_train=dict(
-        optimizer=dict(
-            type='SGD', lr=5e-5, momentum=0.9, weight_decay=5e-4),
+        optimizer=dict(type='SGD', lr=5e-5, momentum=0.9, weight_decay=5e-4),
         modules=['backbone', 'neck'],
         paramwise_cfg=segmentor_paramwise),
     self_train_generator=dict(
@@ -80,17 +80,32 @@ optim_wrapper = dict(
 # begin / end below are the VOC plan's; the loop re-targets them to
 # the stage of each wrapper (milestones count from the stage start)
 train_gan_decay = [
-    dict(type='MultiStepLR', gamma=0.71, by_epoch=False, begin=0,
-         end=train_iters, milestones=list(range(10000, train_iters, 5000)))
+    dict(
+        type='MultiStepLR',
+        gamma=0.71,
+        by_epoch=False,
+        begin=0,
+        end=train_iters,
+        milestones=list(range(10000, train_iters, 5000)))
 ]
 transfer_decay = [
-    dict(type='MultiStepLR', gamma=0.1, by_epoch=False, begin=train_iters,
-         end=train_iters + transfer_iters, milestones=[3000, 4000, 5000])
+    dict(
+        type='MultiStepLR',
+        gamma=0.1,
+        by_epoch=False,
+        begin=train_iters,
+        end=train_iters + transfer_iters,
+        milestones=[3000, 4000, 5000])
 ]
 param_scheduler = dict(
     segmentor=[
-        dict(type='PolyLR', power=0.9, eta_min=0.0, begin=0,
-             end=train_iters, by_epoch=False)
+        dict(
+            type='PolyLR',
+            power=0.9,
+            eta_min=0.0,
+            begin=0,
+            end=train_iters,
+            by_epoch=False)
     ],
     generator=train_gan_decay,
     discriminator=train_gan_decay,
@@ -113,8 +128,7 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
     param_scheduler=dict(type='ParamSchedulerHook'),
     checkpoint=dict(
-        type='CheckpointHook', by_epoch=False, interval=2000,
-        save_last=True),
+        type='CheckpointHook', by_epoch=False, interval=2000, save_last=True),
     sampler_seed=dict(type='DistSamplerSeedHook'),
     visualization=dict(type='SegVisualizationHook'),
     # SIGN's companions of StagePlanTrainLoop (mmseg_sign/engine/hooks): one

@@ -6,20 +6,15 @@
 # the pretrained backbone at a tenth of that, poly to 1e-4 over its 1200
 # iterations) in the train stage, and at its starting rates, constant, for
 # self-training (the toy's convention: the train stage's optimizers again).
-_base_ = ['./sign_camvid_2000_400_400.py']
+_base_ = ['./sign_camvid_2000_400_400.py', './lite0_adamw_poly.py']
 train_iters = 1200
 train_cfg = dict(stages=[
     dict(_base_.train_cfg.stages[0], iters=train_iters),
     *_base_.train_cfg.stages[1:],
 ])
 encoder_optim = dict(
-    optimizer=dict(
-        _delete_=True, type='AdamW', lr=1e-3, betas=(0.9, 0.999),
-        weight_decay=0.01),
-    paramwise_cfg=dict(custom_keys={'backbone': dict(lr_mult=0.1)}))
+    optimizer=dict(_base_.lite0_optimizer, _delete_=True),
+    paramwise_cfg=_base_.lite0_paramwise_cfg)
 optim_wrapper = dict(segmentor=encoder_optim, self_train=encoder_optim)
-param_scheduler = dict(segmentor=[
-    dict(type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=train_iters,
-         by_epoch=False)
-])
+param_scheduler = dict(segmentor=[dict(_base_.lite0_poly, end=train_iters)])
 default_hooks = dict(checkpoint=dict(interval=train_iters))

@@ -11,14 +11,23 @@ optim_wrapper = dict(
     constructor='AnyDeviceOptimWrapperConstructor',
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=2.5e-4, momentum=0.9, weight_decay=5e-4),
-    paramwise_cfg=dict(custom_keys={
-        'decode_head.projection': dict(lr_mult=10.0),
-        **{f'decode_head.projection.{i}.conv.bias': dict(
-            lr_mult=20.0, decay_mult=0.0) for i in range(4)},
-    }))
+    paramwise_cfg=dict(
+        custom_keys={
+            'decode_head.projection': dict(lr_mult=10.0),
+            **{
+                f'decode_head.projection.{i}.conv.bias': dict(
+                    lr_mult=20.0, decay_mult=0.0)
+                for i in range(4)
+            },
+        }))
 param_scheduler = [
-    dict(type='PolyLR', power=0.9, eta_min=0.0, begin=0, end=iters,
-         by_epoch=False)
+    dict(
+        type='PolyLR',
+        power=0.9,
+        eta_min=0.0,
+        begin=0,
+        end=iters,
+        by_epoch=False)
 ]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=iters, val_interval=4000)
 # mmengine's Runner that never dumps the config over the config file

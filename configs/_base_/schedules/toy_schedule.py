@@ -4,8 +4,13 @@ optim_wrapper = dict(
     optimizer=dict(type='SGD', lr=0.01, momentum=0.9, weight_decay=5e-4),
     clip_grad=None)
 param_scheduler = [
-    dict(type='PolyLR', eta_min=1e-4, power=0.9, begin=0, end=400,
-         by_epoch=False)
+    dict(
+        type='PolyLR',
+        eta_min=1e-4,
+        power=0.9,
+        begin=0,
+        end=400,
+        by_epoch=False)
 ]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=400, val_interval=200)
 val_cfg = dict(type='ValLoop')

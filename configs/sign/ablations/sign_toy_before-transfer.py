@@ -5,6 +5,10 @@ _base_ = ['../sign_toy_transfer-only.py']
 model = dict(decode_head=dict(gen_unseen_rate=4 / 3))
 train_cfg = dict(stages=[
     _base_.train_cfg.stages[0],
-    dict(name='transfer', iters=_base_.train_cfg.stages[1].iters,
-         mode='classifier', real_weight=1.0, synth_weight=1.0),
+    dict(
+        name='transfer',
+        iters=_base_.train_cfg.stages[1].iters,
+        mode='classifier',
+        real_weight=1.0,
+        synth_weight=1.0),
 ])

@@ -5,7 +5,6 @@ from typing import Sequence, Tuple, Union
 import mmcv
 import numpy as np
 from mmcv.transforms import BaseTransform
-
 from mmseg.registry import TRANSFORMS
 
 
@@ -108,7 +107,8 @@ class PaperEvalResize(BaseTransform):
         img = results['img']
         src_h, src_w = img.shape[:2]
         results['img'] = mmcv.imresize(
-            img.astype(np.float32), (w, h), interpolation='bilinear',
+            img.astype(np.float32), (w, h),
+            interpolation='bilinear',
             backend='cv2')
         results['img_shape'] = (h, w)
         results['scale_factor'] = (w / src_w, h / src_h)
@@ -123,8 +123,7 @@ class PaperEvalResize(BaseTransform):
                 seg = mmcv.imresize(
                     seg, (w, h), interpolation='nearest', backend='cv2')
             results[key] = mmcv.imresize(
-                seg, (feat_w, feat_h), interpolation='nearest',
-                backend='cv2')
+                seg, (feat_w, feat_h), interpolation='nearest', backend='cv2')
         # the predictions are returned (and scored) at this size
         results['ori_shape'] = (feat_h, feat_w)
         return results

@@ -15,7 +15,6 @@ import mmcv
 import mmengine.fileio as fileio
 import numpy as np
 from mmcv.transforms import BaseTransform
-
 from mmseg.datasets.transforms import LoadAnnotations
 from mmseg.registry import TRANSFORMS
 
@@ -25,7 +24,8 @@ _FIX_FORMAT = ('label maps hold one class index per pixel: a single-channel '
                'tools/dataset_converters)')
 
 
-def read_label_map(path: str, backend_args: Optional[dict] = None,
+def read_label_map(path: str,
+                   backend_args: Optional[dict] = None,
                    imdecode_backend: str = 'pillow') -> np.ndarray:
     """Decode a label file unchanged (no cast), naming the file on
     failure (missing, truncated, not an image).
@@ -46,8 +46,8 @@ def read_label_map(path: str, backend_args: Optional[dict] = None,
             'data_prefix.seg_map_path and seg_map_suffix of the dataset.'
         ) from err
     try:
-        seg = mmcv.imfrombytes(data, flag='unchanged',
-                               backend=imdecode_backend)
+        seg = mmcv.imfrombytes(
+            data, flag='unchanged', backend=imdecode_backend)
     except Exception as err:  # PIL: truncated / unidentified, cv2: ...
         raise ValueError(
             f'{path}: cannot decode the label map ({type(err).__name__}: '
@@ -60,9 +60,10 @@ def read_label_map(path: str, backend_args: Optional[dict] = None,
     return seg
 
 
-def check_raw_label(seg: np.ndarray, path: str,
-                    image_shape: Optional[Tuple[int, int]] = None
-                    ) -> np.ndarray:
+def check_raw_label(
+        seg: np.ndarray,
+        path: str,
+        image_shape: Optional[Tuple[int, int]] = None) -> np.ndarray:
     """Checks on a decoded label map before mmseg's cast to uint8.
 
     Returns the map as uint8 ``H×W`` (an ``H×W×1`` map is squeezed).
@@ -80,8 +81,11 @@ def check_raw_label(seg: np.ndarray, path: str,
         seg = seg[..., 0]
     if seg.ndim != 2:
         shape = '×'.join(str(s) for s in seg.shape)
-        kind = {3: 'an RGB', 4: 'an RGBA', 2: 'a grey + alpha'}.get(
-            seg.shape[-1] if seg.ndim == 3 else 0, 'a multi-channel')
+        kind = {
+            3: 'an RGB',
+            4: 'an RGBA',
+            2: 'a grey + alpha'
+        }.get(seg.shape[-1] if seg.ndim == 3 else 0, 'a multi-channel')
         raise ValueError(
             f'{path}: the label map is {shape}, {kind} image (a colour-coded '
             f'label?), not one class index per pixel; {_FIX_FORMAT}. '
@@ -96,13 +100,12 @@ def check_raw_label(seg: np.ndarray, path: str,
         low, high = int(seg.min()), int(seg.max())
         if low < 0 or high > 255:
             raise ValueError(
-                f'{path}: a {seg.dtype} label map with values up to {high}'
-                + (f' and down to {low}' if low < 0 else '') +
+                f'{path}: a {seg.dtype} label map with values up to {high}' +
+                (f' and down to {low}' if low < 0 else '') +
                 "; mmseg's LoadAnnotations casts label maps to uint8, so "
                 'these would wrap to other classes. Convert the maps to '
                 '8-bit class indices (0..num_classes-1, 255 = ignore).')
-    if image_shape is not None and tuple(seg.shape) != tuple(
-            image_shape[:2]):
+    if image_shape is not None and tuple(seg.shape) != tuple(image_shape[:2]):
         raise ValueError(
             f'{path}: the label map is {seg.shape[0]}×{seg.shape[1]} but its '
             f'image is {image_shape[0]}×{image_shape[1]}; label maps must '
@@ -167,8 +170,10 @@ def present_values(seg: np.ndarray) -> np.ndarray:
     return np.unique(seg)
 
 
-def check_label_values(seg: np.ndarray, num_classes: int,
-                       ignore_index: int = 255, source: str = '?',
+def check_label_values(seg: np.ndarray,
+                       num_classes: int,
+                       ignore_index: int = 255,
+                       source: str = '?',
                        reduce_zero_label: Optional[bool] = None) -> None:
     """Raise if ``seg`` holds a value that is neither a class nor ignore.
 
@@ -208,8 +213,7 @@ def check_label_values(seg: np.ndarray, num_classes: int,
                 'reduce_zero_label=True on the dataset.')
     raise ValueError(
         f'{source}: label values {bad.tolist()} are neither a class index '
-        f'(0..{num_classes - 1}) nor the ignore value {ignore_index}. '
-        + hint)
+        f'(0..{num_classes - 1}) nor the ignore value {ignore_index}. ' + hint)
 
 
 class CheckedLoadAnnotations(LoadAnnotations):
@@ -279,7 +283,8 @@ class CheckSegLabels(BaseTransform):
     ``LoadAnnotations``) it does nothing.
     """
 
-    def __init__(self, num_classes: Optional[int] = None,
+    def __init__(self,
+                 num_classes: Optional[int] = None,
                  ignore_index: Optional[int] = None):
         self.num_classes = num_classes
         self.ignore_index = ignore_index
@@ -297,10 +302,10 @@ class CheckSegLabels(BaseTransform):
     def transform(self, results: dict) -> dict:
         if 'gt_seg_map' not in results:
             return results
-        check_label_values(
-            results['gt_seg_map'], self._param(results, 'num_classes'),
-            self._param(results, 'ignore_index'),
-            results.get('seg_map_path', '?'))
+        check_label_values(results['gt_seg_map'],
+                           self._param(results, 'num_classes'),
+                           self._param(results, 'ignore_index'),
+                           results.get('seg_map_path', '?'))
         return results
 
 
@@ -318,7 +323,8 @@ class MaskUnseenClasses(CheckSegLabels):
         num_classes / ignore_index: as :class:`CheckSegLabels`.
     """
 
-    def __init__(self, unseen_class_ids: Optional[Sequence[int]] = None,
+    def __init__(self,
+                 unseen_class_ids: Optional[Sequence[int]] = None,
                  num_classes: Optional[int] = None,
                  ignore_index: Optional[int] = None):
         super().__init__(num_classes, ignore_index)

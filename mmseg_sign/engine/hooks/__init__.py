@@ -4,7 +4,6 @@ from .dry_run import DryRunHook
 from .random_sources_hook import RandomSourcesHook
 from .resume_check_hook import ResumeCheckHook
 from .self_training_teacher_hook import SelfTrainingTeacherHook
-from .sign_stage_hook import SIGNStageHook
 from .strict_checkpoint_hook import (CheckpointMismatchError,
                                      StrictCheckpointHook,
                                      checkpoint_mismatches)
@@ -12,8 +11,8 @@ from .torch_rng_state_hook import TorchRNGStateHook
 from .work_dir_lock_hook import WorkDirLockHook
 
 __all__ = [
-    'SIGNStageHook', 'ClassSplitHook', 'ResumeCheckHook',
-    'SelfTrainingTeacherHook', 'DryRunHook', 'StrictCheckpointHook',
-    'CheckpointMismatchError', 'checkpoint_mismatches', 'TorchRNGStateHook',
-    'WorkDirLockHook', 'CPURandomnessHook', 'RandomSourcesHook'
+    'ClassSplitHook', 'ResumeCheckHook', 'SelfTrainingTeacherHook',
+    'DryRunHook', 'StrictCheckpointHook', 'CheckpointMismatchError',
+    'checkpoint_mismatches', 'TorchRNGStateHook', 'WorkDirLockHook',
+    'CPURandomnessHook', 'RandomSourcesHook'
 ]

@@ -4,12 +4,11 @@ it starts from), read through :mod:`mmseg_sign.structures.class_split`."""
 from collections.abc import Mapping
 
 from mmengine.hooks import Hook
-
 from mmseg.registry import HOOKS
+
 from ...datasets.zero_shot import mask_unseen_labels
 from ...datasets.zero_shot_wrapper import metainfo_from_cfg
-from ...structures.class_split import (checkpoint_unseen_classes,
-                                       resolve_split)
+from ...structures.class_split import checkpoint_unseen_classes, resolve_split
 from ..runner.runner_state import (is_resuming, is_training, stage_plan,
                                    unwrap_model)
 
@@ -18,7 +17,8 @@ SPLIT_FIX = (
     'or give the same metainfo to train_dataloader, val_dataloader and '
     'test_dataloader through one variable, e.g. '
     "split = dict(unseen_classes=('cow', 'sofa')) and "
-    'dataset=dict(metainfo=split) in each (docs/user_guide.md, "Datasets"); a metric '
+    'dataset=dict(metainfo=split) in each (docs/user_guide.md, '
+    '"Datasets"); a metric '
     'needs no split of its own.')
 
 
@@ -78,8 +78,10 @@ class ClassSplitHook(Hook):
     @staticmethod
     def _check_unseen_for_plan(runner, head) -> None:
         """A stage that learns the unseen classes gets some."""
-        needs = [s['name'] for s in stage_plan(runner) or []
-                 if s['name'] in ('transfer', 'self_train')]
+        needs = [
+            s['name'] for s in stage_plan(runner) or []
+            if s['name'] in ('transfer', 'self_train')
+        ]
         check_split_has_unseen(needs, head)
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
@@ -102,10 +104,10 @@ class ClassSplitHook(Hook):
         learnt = [c for c in now if c not in trained]
         raise ValueError(
             f'ClassSplitHook: {how} trained with the unseen classes '
-            f'{tuple(trained)}, but the training dataset now has {now}'
-            + (f'; the model has learnt {tuple(learnt)} from their labels, '
-               'which would then be scored as unseen' if learnt else '')
-            + '. Train with the split of the checkpoint (the datasets\' '
+            f'{tuple(trained)}, but the training dataset now has {now}' +
+            (f'; the model has learnt {tuple(learnt)} from their labels, '
+             'which would then be scored as unseen' if learnt else '') +
+            '. Train with the split of the checkpoint (the datasets\' '
             'metainfo=dict(unseen_classes=...)), start a new run in another '
             'work dir, or set allow_split_change=True in the config '
             '(--cfg-options allow_split_change=True) if the change is '
@@ -126,8 +128,8 @@ class ClassSplitHook(Hook):
         classes = train_meta.get('classes')
         cfg = runner.cfg
         places = []
-        val_dataset = getattr(getattr(runner.val_loop, 'dataloader', None),
-                              'dataset', None)
+        val_dataset = getattr(
+            getattr(runner.val_loop, 'dataloader', None), 'dataset', None)
         for name, built in (('val', val_dataset), ('test', None)):
             meta = getattr(built, 'metainfo', None)
             if meta is None:

@@ -1,11 +1,11 @@
 """Initialise and draw on the CPU: a GPU run of a seed starts from the CPU
 run's weights and draws its numbers (docs/gpu.md)."""
 from mmengine.hooks import Hook
-
 from mmseg.registry import HOOKS
+
 from ...utils.random_draws import pinned_randomness
-from .random_sources_hook import on_cpu
 from ..runner.runner_state import unwrap_model
+from .random_sources_hook import on_cpu
 
 
 @HOOKS.register_module()

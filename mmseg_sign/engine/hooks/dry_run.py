@@ -12,8 +12,8 @@ import torch
 from mmengine.dataset import pseudo_collate
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
-
 from mmseg.registry import HOOKS
+
 from ...datasets.transforms.zero_shot import (check_label_values,
                                               check_raw_label, present_values,
                                               read_label_map, reduce_label)
@@ -34,8 +34,8 @@ class DryRunHook(Hook):
 
     def before_train(self, runner) -> None:
         check_stage_loop(runner)
-        dry_run_first_sample(unwrap_model(runner),
-                             runner.train_dataloader.dataset)
+        dry_run_first_sample(
+            unwrap_model(runner), runner.train_dataloader.dataset)
         if self.check_val_labels and runner.val_loop is not None:
             check_label_files(runner.val_loop.dataloader.dataset)
 
@@ -77,16 +77,18 @@ def check_label_files(dataset) -> None:
         if not path:
             continue
         reduce = bool(info.get('reduce_zero_label', False))
-        seg = reduce_label(check_raw_label(read_label_map(path), path),
-                           reduce, info.get('label_map'))
-        check_label_values(seg, info.get('num_classes') or len(classes),
+        seg = reduce_label(
+            check_raw_label(read_label_map(path), path), reduce,
+            info.get('label_map'))
+        check_label_values(seg,
+                           info.get('num_classes') or len(classes),
                            info.get('ignore_index', 255), path, reduce)
 
 
 def _rng_states():
     return (random.getstate(), np.random.get_state(), torch.get_rng_state(),
-            torch.cuda.get_rng_state_all() if torch.cuda.is_available()
-            else None)
+            torch.cuda.get_rng_state_all()
+            if torch.cuda.is_available() else None)
 
 
 def _set_rng_states(states) -> None:
@@ -97,7 +99,8 @@ def _set_rng_states(states) -> None:
         torch.cuda.set_rng_state_all(states[3])
 
 
-def check_raw_label_map(info: dict, num_classes: int,
+def check_raw_label_map(info: dict,
+                        num_classes: int,
                         ignore_index: int = 255) -> None:
     """Checks on the label file itself, before mmseg's ``LoadAnnotations``
     casts it to uint8 (16-bit values would wrap silently) and reduces it.
@@ -134,13 +137,14 @@ def check_raw_label_map(info: dict, num_classes: int,
     # too): the project's datasets refuse it at build time from their
     # declared convention (ZeroShotMixin.REDUCE_ZERO_LABEL); for others the
     # reading is logged for the user to see.
-    reading = ('reduce_zero_label=True: 0 -> ignore, v -> v-1'
-               if info.get('reduce_zero_label', False) else
+    reading = ('reduce_zero_label=True: 0 -> ignore, v -> v-1' if info.get(
+        'reduce_zero_label', False) else
                'reduce_zero_label=False: v is class v')
     print_log(
         f'{path}: raw label values {[int(v) for v in values[:12]]}'
         f'{" ..." if len(values) > 12 else ""} read with {reading} '
-        f'({num_classes} classes, {ignore_index} = ignore)', logger='current')
+        f'({num_classes} classes, {ignore_index} = ignore)',
+        logger='current')
 
 
 def dry_run_first_sample(model, dataset) -> None:

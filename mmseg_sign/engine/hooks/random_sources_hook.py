@@ -8,8 +8,8 @@ from typing import Optional
 import torch
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
-
 from mmseg.registry import HOOKS
+
 from ..runner.runner_state import unwrap_model
 
 
@@ -88,7 +88,8 @@ class RandomSourcesHook(Hook):
     """
     priority = 'VERY_LOW'  # after the other hooks' before_run
 
-    def __init__(self, init_on_cpu: bool = True,
+    def __init__(self,
+                 init_on_cpu: bool = True,
                  init_seed: Optional[int] = None,
                  draws_seed: Optional[int] = None):
         if not isinstance(init_on_cpu, bool):
@@ -102,8 +103,9 @@ class RandomSourcesHook(Hook):
 
     def before_run(self, runner) -> None:
         model = unwrap_model(runner)
-        if getattr(model, 'is_init', False) or not (
-                self.init_on_cpu or self.init_seed is not None):
+        if getattr(
+                model, 'is_init',
+                False) or not (self.init_on_cpu or self.init_seed is not None):
             return  # initialised already, or mmengine initialises
         if self.init_seed is None:
             on_cpu(model, model.init_weights)
@@ -119,8 +121,10 @@ class RandomSourcesHook(Hook):
                 on_cpu(model, redraw)
             else:
                 redraw()
-        print_log(f'RandomSourcesHook: initial weights drawn from '
-                  f'init_seed={self.init_seed}', logger='current')
+        print_log(
+            f'RandomSourcesHook: initial weights drawn from '
+            f'init_seed={self.init_seed}',
+            logger='current')
 
     def before_train(self, runner) -> None:
         if self.draws_seed is None or runner.iter > 0:
@@ -128,5 +132,7 @@ class RandomSourcesHook(Hook):
         torch.default_generator.manual_seed(self.draws_seed)
         if torch.cuda.is_available():
             torch.cuda.manual_seed_all(self.draws_seed)
-        print_log(f'RandomSourcesHook: the model draws from '
-                  f'draws_seed={self.draws_seed}', logger='current')
+        print_log(
+            f'RandomSourcesHook: the model draws from '
+            f'draws_seed={self.draws_seed}',
+            logger='current')

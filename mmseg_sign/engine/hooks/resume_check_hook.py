@@ -4,8 +4,8 @@ import logging
 
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
-
 from mmseg.registry import HOOKS
+
 from ...structures.stage_plan import gan_parts_used
 from ...utils.state_dict import strip_module_prefix
 from ..checkpoint_checks import checkpoint_mismatches
@@ -42,9 +42,11 @@ class ResumeCheckHook(Hook):
             return
         runner.register_hook(
             StrictCheckpointHook(
-                runner.cfg.load_from, runner.cfg.filename or 'the config',
+                runner.cfg.load_from,
+                runner.cfg.filename or 'the config',
                 flags_of="this project's tools/test.py (mmseg's has no "
-                'such flag)'), priority='LOWEST')
+                'such flag)'),
+            priority='LOWEST')
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         if not is_training(runner):
@@ -81,8 +83,8 @@ class ResumeCheckHook(Hook):
                 'load_from=PATH without --resume (G and D start from their '
                 'initialisation); to continue the run that made it, resume '
                 'that run\'s own checkpoint (its work dir\'s iter_N.pth).')
-        problems = checkpoint_mismatches(unwrap_model(runner), checkpoint,
-                                         inference=False)
+        problems = checkpoint_mismatches(
+            unwrap_model(runner), checkpoint, inference=False)
         if problems:
             config = runner.cfg.filename or 'this config'
             raise ValueError(
@@ -100,14 +102,15 @@ class ResumeCheckHook(Hook):
         (e.g. a SIGN checkpoint in an SPNet config: the backbone only):
         allowed (fine-tuning from another model), said in one warning
         with the counts, not only in mmengine's key lists."""
-        problems = checkpoint_mismatches(unwrap_model(runner), checkpoint,
-                                         inference=False)
+        problems = checkpoint_mismatches(
+            unwrap_model(runner), checkpoint, inference=False)
         if problems:
             print_log(
                 f'load_from {runner.cfg.get("load_from")}: the checkpoint '
                 'matches this model in part; the weights that match are '
-                'loaded, the others keep their initialisation:\n  - '
-                + '\n  - '.join(problems), logger='current',
+                'loaded, the others keep their initialisation:\n  - ' +
+                '\n  - '.join(problems),
+                logger='current',
                 level=logging.WARNING)
 
     @staticmethod
@@ -127,12 +130,13 @@ class ResumeCheckHook(Hook):
         dtypes = set(re.findall(r"dtype\s*=\s*'(float16|bfloat16)'", text))
         was = 'float16' if scaled else (
             dtypes.pop() if len(dtypes) == 1 and re.search(
-                r'MixedPrecisionOptimWrapper|AmpOptimWrapper', text)
-            else None)
+                r'MixedPrecisionOptimWrapper|AmpOptimWrapper', text) else None)
         wrappers = getattr(runner.optim_wrapper, 'optim_wrappers', None) \
             or {'optim_wrapper': runner.optim_wrapper}
-        now = {str(getattr(w, 'cast_dtype', None) or '').replace(
-            'torch.', '') for w in wrappers.values()} - {'', 'None'}
+        now = {
+            str(getattr(w, 'cast_dtype', None) or '').replace('torch.', '')
+            for w in wrappers.values()
+        } - {'', 'None'}
         if was and not now:
             dropped = (f'; the float16 loss scales of {scaled} are dropped'
                        if scaled else '')
@@ -141,14 +145,16 @@ class ResumeCheckHook(Hook):
                 f'precision and this run has none (no --amp): it continues '
                 f'in float32{dropped}. To continue as it was trained, '
                 f'resume with --amp --amp-dtype {was}.',
-                logger='current', level=logging.WARNING)
+                logger='current',
+                level=logging.WARNING)
         elif now and not was and saved:
             print_log(
                 f'Resuming: the checkpoint was trained in float32 and this '
                 f'run uses {"/".join(sorted(now))} mixed precision (--amp): '
-                'it continues in mixed precision'
-                + (' with a fresh loss scale' if 'float16' in now else '')
-                + '.', logger='current', level=logging.WARNING)
+                'it continues in mixed precision' +
+                (' with a fresh loss scale' if 'float16' in now else '') + '.',
+                logger='current',
+                level=logging.WARNING)
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
         """The plan that wrote the checkpoint, as ``[[name, iters], ...]``
@@ -156,8 +162,7 @@ class ResumeCheckHook(Hook):
         plan = stage_plan(runner) if is_training(runner) else None
         meta = checkpoint.get('meta')
         if plan is not None and isinstance(meta, dict):
-            meta['sign_stage_plan'] = [[s['name'], s['iters']]
-                                       for s in plan]
+            meta['sign_stage_plan'] = [[s['name'], s['iters']] for s in plan]
 
     @staticmethod
     def _check_plan_keeps_the_stage(plan, checkpoint: dict) -> None:
@@ -189,6 +194,7 @@ class ResumeCheckHook(Hook):
 
         def show(stages):
             return ' → '.join(f'{n} {i}' for n, i in stages)
+
         raise ValueError(
             f'--resume from a checkpoint at iteration {done}, in stage '
             f"{k} ({old[k][0]!r}) of the plan that wrote it ({show(old)}); "
@@ -210,9 +216,11 @@ class ResumeCheckHook(Hook):
         if not isinstance(done, int) or done < plan.total_iters:
             return
         raise ValueError(
-            f'ResumeCheckHook: --resume from a checkpoint at iteration {done}, '
+            f'ResumeCheckHook: --resume from a checkpoint at iteration '
+            f'{done}, '
             f'but the stage plan ends at iteration {plan.total_iters} '
-            f'({plan.describe()}): there is nothing left to train. Lengthen the plan '
+            f'({plan.describe()}): there is nothing left to train. Lengthen '
+            f'the plan '
             f'(e.g. --cfg-options train_cfg.stages.'
             f'{len(plan) - 1}.iters=N, or append a stage), or test '
             'the checkpoint with tools/test.py.')
@@ -245,8 +253,8 @@ class ResumeCheckHook(Hook):
                 break  # trains G and D from scratch first
             used = gan_parts_used(stage) & missing
             if used:
-                users.append(f"stages[{i}] ({stage['name']}) uses "
-                             + ' and '.join(sorted(used)))
+                users.append(f"stages[{i}] ({stage['name']}) uses " +
+                             ' and '.join(sorted(used)))
         if not users:
             return
         which = ' and '.join(f'decode_head.{p}' for p in sorted(missing))
@@ -254,10 +262,10 @@ class ResumeCheckHook(Hook):
             checkpoint['meta'].get('sign_inference_only')
         raise ValueError(
             f'ResumeCheckHook: load_from={runner.cfg.get("load_from")!r} has '
-            f'no weights for {which}'
-            + (' (a published checkpoint: tools/publish_model.py leaves G '
-               "and D's GAN head out)" if published else '')
-            + f', but {"; ".join(users)}: they would start from random '
+            f'no weights for {which}' +
+            (' (a published checkpoint: tools/publish_model.py leaves G '
+             "and D's GAN head out)" if published else '') +
+            f', but {"; ".join(users)}: they would start from random '
             'weights and the classifier would learn unseen classes from a '
             "random generator. Start from the 'train' stage's training "
             'checkpoint (iter_N.pth in its work dir, which holds G and D), '
@@ -278,20 +286,23 @@ class ResumeCheckHook(Hook):
                 if name not in saved:
                     saved[name] = []
         wrappers = runner.optim_wrapper
-        names = list(getattr(wrappers, 'optim_wrappers', None) or [
-            k for k in (wrappers or {}) if k not in ('constructor', 'type')])
+        names = list(
+            getattr(wrappers, 'optim_wrappers', None) or
+            [k for k in (wrappers or {}) if k not in ('constructor', 'type')])
         new = [n for n in names if n not in checkpoint.get('optimizer', {})]
         if new:
-            print_log(f'Resuming: the checkpoint has no state for the '
-                      f'optimizer wrappers {new} (added to the config since); '
-                      'they and their schedulers start fresh.',
-                      logger='current', level=logging.WARNING)
+            print_log(
+                f'Resuming: the checkpoint has no state for the '
+                f'optimizer wrappers {new} (added to the config since); '
+                'they and their schedulers start fresh.',
+                logger='current',
+                level=logging.WARNING)
         ResumeCheckHook._restart_regrouped_wrappers(runner, checkpoint, names)
 
     @staticmethod
     def _restart_regrouped_wrappers(runner, checkpoint: dict, names) -> None:
         """``--resume`` after a wrapper's ``modules`` changed (e.g. a
-        checkpoint from before issue 16, whose ``self_train`` also held C):
+        ``self_train`` wrapper that now also updates C):
         torch refuses the saved state (its parameter groups differ). A
         wrapper that never stepped starts fresh, with its schedulers; one
         that did is an error naming it."""
@@ -305,8 +316,9 @@ class ResumeCheckHook(Hook):
                 continue
             optimizer = built[name].optimizer
             now = [len(g['params']) for g in optimizer.param_groups]
-            before = [len(g['params'])
-                      for g in saved[name].get('param_groups', [])]
+            before = [
+                len(g['params']) for g in saved[name].get('param_groups', [])
+            ]
             if now == before:
                 continue
             if saved[name].get('state'):
@@ -323,7 +335,9 @@ class ResumeCheckHook(Hook):
             schedulers = checkpoint.get('param_schedulers')
             if isinstance(schedulers, dict):
                 schedulers[name] = []
-            print_log(f'Resuming: optim_wrapper.{name} now updates other '
-                      'parameters than in the checkpoint and has not '
-                      'stepped yet; it and its schedulers start fresh.',
-                      logger='current', level=logging.WARNING)
+            print_log(
+                f'Resuming: optim_wrapper.{name} now updates other '
+                'parameters than in the checkpoint and has not '
+                'stepped yet; it and its schedulers start fresh.',
+                logger='current',
+                level=logging.WARNING)

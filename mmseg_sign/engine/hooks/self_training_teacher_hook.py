@@ -6,8 +6,8 @@ and the feature-size cache of the transfer stage's synthetic blocks (filled
 by one SIM pass, which draws ``z``; refilled after a resume it would shift
 every later random draw)."""
 from mmengine.hooks import Hook
-
 from mmseg.registry import HOOKS
+
 from ..runner.runner_state import is_resuming, is_training, unwrap_model
 
 CHECKPOINT_KEY = 'sign_teacher'

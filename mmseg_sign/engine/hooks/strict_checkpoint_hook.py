@@ -4,11 +4,12 @@ class count) instead of evaluating random weights."""
 from collections.abc import Mapping
 
 from mmengine.hooks import Hook
-
 from mmseg.registry import HOOKS
+
 from ..checkpoint_checks import (  # noqa: F401 (re-exported)
     checkpoint_mismatches, checkpoint_split_mismatch,
     checkpoint_unseen_classes, evaluator_split_mismatches, mismatch_message)
+
 
 class CheckpointMismatchError(RuntimeError):
     pass
@@ -32,8 +33,11 @@ class StrictCheckpointHook(Hook):
             running).
     """
 
-    def __init__(self, checkpoint_path: str, config_path: str,
-                 check_weights: bool = True, check_split: bool = True,
+    def __init__(self,
+                 checkpoint_path: str,
+                 config_path: str,
+                 check_weights: bool = True,
+                 check_split: bool = True,
                  flags_of: str = ''):
         self.checkpoint_path = checkpoint_path
         self.config_path = config_path
@@ -68,8 +72,8 @@ class StrictCheckpointHook(Hook):
                 raise CheckpointMismatchError(
                     f'The metric of {self.config_path} is given another '
                     f'seen/unseen split than the checkpoint '
-                    f'{self.checkpoint_path} was trained with: '
-                    + '; '.join(problems) + '. Its seen, unseen and '
+                    f'{self.checkpoint_path} was trained with: ' +
+                    '; '.join(problems) + '. Its seen, unseen and '
                     'harmonic mIoU would be those of a split the model was '
                     'not trained for. The split has one home, the '
                     "dataset's metainfo (and the checkpoint); drop the "

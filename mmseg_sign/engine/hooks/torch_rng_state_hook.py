@@ -6,9 +6,8 @@ import torch
 from mmengine.dist import all_gather, get_rank, get_world_size
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
-from torch.utils.data import DataLoader
-
 from mmseg.registry import HOOKS
+from torch.utils.data import DataLoader
 
 # a private generator per loop's dataloader, seeded from the run seed; read
 # through the Runner's private attributes on purpose: its public properties
@@ -43,20 +42,20 @@ def as_rng_state(state, name: str = 'RNG state') -> torch.Tensor:
     try:
         if isinstance(state, (str, bytes, dict)) or state is None:
             raise TypeError
-        t = torch.as_tensor(state.detach() if isinstance(
-            state, torch.Tensor) else state).cpu()
+        t = torch.as_tensor(state.detach() if isinstance(state, torch.Tensor
+                                                         ) else state).cpu()
     except (TypeError, ValueError, RuntimeError):
         raise ValueError(
             f'The checkpoint\'s {name} is not a generator state (a byte '
-            f'tensor): it is {type(state).__name__} {str(state)[:40]!r}. '
-            + _FIX) from None
+            f'tensor): it is {type(state).__name__} {str(state)[:40]!r}. ' +
+            _FIX) from None
     if t.dim() != 1 or not t.numel():
         raise ValueError(
             f'The checkpoint\'s {name} is not a generator state (a 1-d '
             f'byte tensor): its shape is {tuple(t.shape)}. ' + _FIX)
     if t.dtype != torch.uint8:
-        if t.is_floating_point() or t.is_complex() or t.numel() and bool(
-                ((t < 0) | (t > 255)).any()):
+        out_of_range = t.numel() and bool(((t < 0) | (t > 255)).any())
+        if t.is_floating_point() or t.is_complex() or out_of_range:
             raise ValueError(
                 f'The checkpoint\'s {name} is not a generator state (a byte '
                 f'tensor): it is a {t.dtype} tensor of shape '
@@ -139,7 +138,10 @@ class TorchRNGStateHook(Hook):
     def before_test_epoch(self, runner) -> None:
         self._own_generators(runner)
 
-    def after_train_iter(self, runner, batch_idx, data_batch=None,
+    def after_train_iter(self,
+                         runner,
+                         batch_idx,
+                         data_batch=None,
                          outputs=None) -> None:
         """Every rank's state, for rank 0's checkpoint (collective)."""
         if get_world_size() == 1:
@@ -182,7 +184,8 @@ class TorchRNGStateHook(Hook):
                 'TorchRNGStateHook: the checkpoint holds no torch random '
                 'state (saved without this hook): the run resumes correctly, '
                 'but its random draws (z, dropout, pixel samples) differ '
-                'from those of an uninterrupted run.', logger='current',
+                'from those of an uninterrupted run.',
+                logger='current',
                 level=logging.WARNING)
             return
         if not isinstance(state, dict) or 'cpu' not in state:
@@ -205,8 +208,10 @@ class TorchRNGStateHook(Hook):
         cuda = state.get('cuda')
         if cuda and cuda_here and len(cuda) == torch.cuda.device_count():
             for device, one in enumerate(cuda):
-                _restore(lambda t, d=device: torch.cuda.set_rng_state(t, d),
-                         one, f'CUDA RNG state of GPU {device}')
+                _restore(
+                    lambda t, d=device: torch.cuda.set_rng_state(t, d),
+                    one,
+                    f'CUDA RNG state of GPU {device}')
         elif cuda or (cuda_here and world_size == 1):
             saved = f'{len(cuda)} CUDA generator state(s)' if cuda else \
                 'no CUDA generator state (a CPU run)'
@@ -218,4 +223,5 @@ class TorchRNGStateHook(Hook):
                 'is not; the run continues correctly but its random draws '
                 'on the GPU (z, dropout, pixel samples) differ from an '
                 'uninterrupted run (bit-exact resume needs the same '
-                'device kind).', logger='current')
+                'device kind).',
+                logger='current')

@@ -5,8 +5,8 @@ import re
 
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
-
 from mmseg.registry import HOOKS
+
 from ...utils.work_dir_lock import check_resume_source, lock_work_dir
 from ..runner.runner_state import is_training
 
@@ -38,8 +38,9 @@ class WorkDirLockHook(Hook):
             check_resume_source(
                 runner.work_dir,
                 getattr(runner, '_load_from', runner.cfg.get('load_from')),
-                bool(getattr(runner, '_resume',
-                             runner.cfg.get('resume', False))),
+                bool(
+                    getattr(runner, '_resume', runner.cfg.get('resume',
+                                                              False))),
                 bool(runner.cfg.get('overwrite_checkpoints', False)))
 
 
@@ -54,5 +55,7 @@ def remove_partial_writes(work_dir: str) -> None:
     for name in sorted(os.listdir(work_dir)):
         if re.fullmatch(r'\..+\.tmp(\.\w+)?', name):
             os.remove(osp.join(work_dir, name))
-            print_log(f'{work_dir}: removed {name}, a write that a killed '
-                      'run left unfinished', logger='current')
+            print_log(
+                f'{work_dir}: removed {name}, a write that a killed '
+                'run left unfinished',
+                logger='current')

@@ -33,10 +33,10 @@ from typing import Callable
 import torch
 import torch.nn as nn
 from mmengine.dist import all_reduce_params, broadcast, get_world_size
+from mmengine.optim import OptimWrapper, OptimWrapperDict
 # the Runner looks model wrappers up in mmengine's root registry, which does
 # not search mmseg's child registry
 from mmengine.registry import MODEL_WRAPPERS
-from mmengine.optim import OptimWrapper, OptimWrapperDict
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from torch.nn.parallel import DistributedDataParallel
 
@@ -87,8 +87,10 @@ class ParamGroupDDP(DistributedDataParallel):
     they are produced."""
 
     def __init__(self, optim_wrapper: OptimWrapper, bucket_cap_mb=25):
-        params = [p for group in optim_wrapper.optimizer.param_groups
-                  for p in group['params'] if p.requires_grad]
+        params = [
+            p for group in optim_wrapper.optimizer.param_groups
+            for p in group['params'] if p.requires_grad
+        ]
         device = params[0].device
         super().__init__(
             _ParamGroup(params),
@@ -122,8 +124,11 @@ class ZeroShotDataParallel(nn.Module):
         bucket_cap_mb (float): DDP's all-reduce bucket size.
     """
 
-    def __init__(self, module: nn.Module, broadcast_buffers: bool = True,
-                 bucket_cap_mb: float = 25, **kwargs):
+    def __init__(self,
+                 module: nn.Module,
+                 broadcast_buffers: bool = True,
+                 bucket_cap_mb: float = 25,
+                 **kwargs):
         super().__init__()
         self.module = module
         self.broadcast_buffers = broadcast_buffers

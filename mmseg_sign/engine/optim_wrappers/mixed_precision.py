@@ -18,7 +18,6 @@ from typing import Optional, Union
 import torch
 from mmengine.logging import print_log
 from mmengine.optim import AmpOptimWrapper, OptimWrapper
-
 from mmseg.registry import OPTIM_WRAPPERS
 
 #: the autocast dtypes ``--amp-dtype`` offers
@@ -50,12 +49,15 @@ def cpu_supports_bf16() -> bool:
 def _dtype_name(dtype: Union[str, torch.dtype, None]) -> Optional[str]:
     if isinstance(dtype, torch.dtype):
         dtype = str(dtype).replace('torch.', '')
-    return {'fp16': 'float16', 'half': 'float16', 'bf16': 'bfloat16'}.get(
-        dtype, dtype)
+    return {
+        'fp16': 'float16',
+        'half': 'float16',
+        'bf16': 'bfloat16'
+    }.get(dtype, dtype)
 
 
-def check_amp_dtype(device_type: str, dtype: Union[str, torch.dtype, None]
-                    ) -> str:
+def check_amp_dtype(device_type: str, dtype: Union[str, torch.dtype,
+                                                   None]) -> str:
     """The autocast dtype for ``device_type`` (``dtype``, or the device's
     default when None), checked before training starts.
 
@@ -97,7 +99,9 @@ def check_amp_dtype(device_type: str, dtype: Union[str, torch.dtype, None]
                 '_is_mkldnn_bf16_supported() is False), so convolutions run '
                 'on reference code, 30-150x slower than fp32 (measured on an '
                 'AVX2 CPU). Training runs, but slowly: drop --amp to train '
-                'in fp32 here.', logger='current', level=logging.WARNING)
+                'in fp32 here.',
+                logger='current',
+                level=logging.WARNING)
     elif device_type == 'cpu' and ('cpu', name) not in _WARNED:
         _WARNED.add(('cpu', name))
         fast = ('--amp-dtype bfloat16 (the CPU default) is the fast choice '
@@ -106,7 +110,8 @@ def check_amp_dtype(device_type: str, dtype: Union[str, torch.dtype, None]
         print_log(
             'float16 autocast on a CPU is slow (its CPU kernels are reference '
             f'code, many times slower than fp32); it runs, but {fast}.',
-            logger='current', level=logging.WARNING)
+            logger='current',
+            level=logging.WARNING)
     return name
 
 
@@ -162,8 +167,10 @@ class MixedPrecisionOptimWrapper(AmpOptimWrapper):
             _LOGGED.add(key)
             scaling = ('a dynamic loss scale per optimizer wrapper'
                        if name == 'float16' else 'no loss scaling')
-            print_log(f'Mixed precision: {name} autocast on '
-                      f'{self.device_type}, {scaling}.', logger='current')
+            print_log(
+                f'Mixed precision: {name} autocast on '
+                f'{self.device_type}, {scaling}.',
+                logger='current')
 
     def _build_scaler(self, loss_scale, use_fsdp: bool):
         if use_fsdp:
@@ -214,8 +221,7 @@ class MixedPrecisionOptimWrapper(AmpOptimWrapper):
         """``OptimWrapper``'s context (gradient accumulation) and
         ``torch.autocast(device, dtype)``."""
         with OptimWrapper.optim_context(self, model), torch.autocast(
-                self.device_type, dtype=self.cast_dtype,
-                cache_enabled=False):
+                self.device_type, dtype=self.cast_dtype, cache_enabled=False):
             yield
 
     @property

@@ -59,16 +59,19 @@ def check_finite_update(model: torch.nn.Module, optim_wrapper: OptimWrapper,
         FloatingPointError: naming the non-finite losses or weights.
     """
     names = [k for k in log_vars if 'loss' in k]
-    params = [p for group in optim_wrapper.optimizer.param_groups
-              for p in group['params']]
+    params = [
+        p for group in optim_wrapper.optimizer.param_groups
+        for p in group['params']
+    ]
     if not names and not params:
         return
     device = (log_vars[names[0]] if names else params[0]).device
     with torch.no_grad():  # reads only: no detach() per tensor
         values = [log_vars[k].float().reshape(()) for k in names]
         if params:
-            values.append(torch.stack([
-                n.float().to(device) for n in _l1_norms(params)]).sum())
+            values.append(
+                torch.stack([n.float().to(device)
+                             for n in _l1_norms(params)]).sum())
         values = torch.stack(values)
     if bool(values.isfinite().all()):
         return
@@ -80,8 +83,9 @@ def check_finite_update(model: torch.nn.Module, optim_wrapper: OptimWrapper,
     global_iter = hub.get_info('iter')
     if hub.get_info('loop_stage') == 'train' and global_iter is not None:
         where += f' (iteration {global_iter + 1} of the run)'
-    bad = [k for k, v in losses.items() if k != 'loss' and
-           not math.isfinite(v)]
+    bad = [
+        k for k, v in losses.items() if k != 'loss' and not math.isfinite(v)
+    ]
     terms = ', '.join(f'{k} = {v:.4g}' for k, v in losses.items()
                       if k != 'loss')
     if bad:
@@ -92,10 +96,12 @@ def check_finite_update(model: torch.nn.Module, optim_wrapper: OptimWrapper,
                 f"{losses['loss']} (its terms: {terms})")
     else:
         param_names = {id(p): n for n, p in model.named_parameters()}
-        spoiled = [param_names.get(id(p), '?') for p in params
-                   if not bool(p.detach().isfinite().all())]
-        shown = ', '.join(spoiled[:3]) + (
-            f' and {len(spoiled) - 3} more' if len(spoiled) > 3 else '')
+        spoiled = [
+            param_names.get(id(p), '?') for p in params
+            if not bool(p.detach().isfinite().all())
+        ]
+        shown = ', '.join(spoiled[:3]) + (f' and {len(spoiled) - 3} more'
+                                          if len(spoiled) > 3 else '')
         what = (f'Non-finite weights after the optimizer step in {where}: '
                 f'the losses of this step were finite ({terms}) but their '
                 f'gradients overflowed (or were non-finite in another '

@@ -1,5 +1,6 @@
 from .any_device_constructor import AnyDeviceOptimWrapperConstructor
 from .multi_optim_constructor import ModuleGroupOptimWrapperConstructor
 
-__all__ = ['AnyDeviceOptimWrapperConstructor',
-           'ModuleGroupOptimWrapperConstructor']
+__all__ = [
+    'AnyDeviceOptimWrapperConstructor', 'ModuleGroupOptimWrapperConstructor'
+]

@@ -4,8 +4,8 @@ import copy
 from typing import Optional
 
 from mmengine.optim import AmpOptimWrapper, DefaultOptimWrapperConstructor
-
 from mmseg.registry import OPTIM_WRAPPER_CONSTRUCTORS
+
 from ..amp import AMP_WRAPPER
 
 
@@ -17,13 +17,14 @@ class AnyDeviceOptimWrapperConstructor(DefaultOptimWrapperConstructor):
 
     mmseg's ``tools/train.py --amp`` (and ``mim train``) sets
     ``optim_wrapper.type = 'AmpOptimWrapper'``, whose mmengine class
-    asserts a GPU: on a CPU the run stopped with an assertion (issue 41).
+    asserts a GPU: on a CPU the run stopped with an assertion.
     ``MixedPrecisionOptimWrapper`` (``engine/optim_wrappers``) autocasts on
     the training device, as this project's ``tools/train.py --amp`` does
     for the same config. Without AMP the wrapper is mmengine's, unchanged.
     """
 
-    def __init__(self, optim_wrapper_cfg: dict,
+    def __init__(self,
+                 optim_wrapper_cfg: dict,
                  paramwise_cfg: Optional[dict] = None):
         cfg = copy.deepcopy(optim_wrapper_cfg)
         if cfg.get('type') in ('AmpOptimWrapper', AmpOptimWrapper):

@@ -37,9 +37,9 @@ import torch.nn as nn
 from mmengine.model import is_model_wrapper
 from mmengine.optim import (AmpOptimWrapper, DefaultOptimWrapperConstructor,
                             OptimWrapper, OptimWrapperDict)
-
 from mmseg.registry import (OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS,
                             OPTIMIZERS)
+
 from ..amp import AMP_TYPES, convert_wrappers
 
 
@@ -57,7 +57,8 @@ class ModuleGroupOptimWrapperConstructor:
     ``StagePlanTrainLoop`` checks that the wrappers of one stage do not.
     """
 
-    def __init__(self, optim_wrapper_cfg: dict,
+    def __init__(self,
+                 optim_wrapper_cfg: dict,
                  paramwise_cfg: Optional[dict] = None):
         if paramwise_cfg:
             raise ValueError('Put `paramwise_cfg` inside each optimizer '
@@ -72,8 +73,8 @@ class ModuleGroupOptimWrapperConstructor:
         for path in modules:
             module = _submodule(model, name, path)
             if module is not None:
-                selected.update((id(p), p) for p in module.parameters()
-                                if p.requires_grad)
+                selected.update(
+                    (id(p), p) for p in module.parameters() if p.requires_grad)
         if not paramwise_cfg:
             return [dict(params=list(selected.values()))] if selected else []
         # mmengine's paramwise rules, on full parameter names
@@ -141,14 +142,20 @@ def run_wrapper_type(optim_wrapper_cfg: dict) -> dict:
     """
     run_type = optim_wrapper_cfg.pop('type', 'OptimWrapper')
     optim_wrapper_cfg.pop('_scope_', None)  # mmengine's, beside a `type`
-    amp = {k: optim_wrapper_cfg.pop(k) for k in ('dtype', 'loss_scale')
-           if k in optim_wrapper_cfg}
+    amp = {
+        k: optim_wrapper_cfg.pop(k)
+        for k in ('dtype', 'loss_scale') if k in optim_wrapper_cfg
+    }
     if run_type in (AmpOptimWrapper, *AMP_TYPES):
-        entries = {n: w for n, w in optim_wrapper_cfg.items()
-                   if isinstance(w, dict)}  # others: refused when built
-        convert_wrappers(entries, amp.get('dtype'),
-                         loss_scale=amp.get('loss_scale', 'dynamic'),
-                         asked_by='optim_wrapper.dtype')
+        entries = {
+            n: w
+            for n, w in optim_wrapper_cfg.items() if isinstance(w, dict)
+        }  # others: refused when built
+        convert_wrappers(
+            entries,
+            amp.get('dtype'),
+            loss_scale=amp.get('loss_scale', 'dynamic'),
+            asked_by='optim_wrapper.dtype')
     elif run_type not in ('OptimWrapper', OptimWrapper):
         raise ValueError(
             f"optim_wrapper.type={run_type!r}: the type of a dict of "
@@ -197,8 +204,11 @@ def _check_gan_parts_stepped(model: nn.Module, wrappers: dict) -> None:
         ValueError: naming the part and both fixes.
     """
     head = getattr(model, 'decode_head', None)
-    held = {id(p) for w in wrappers.values()
-            for g in w.optimizer.param_groups for p in g['params']}
+    held = {
+        id(p)
+        for w in wrappers.values() for g in w.optimizer.param_groups
+        for p in g['params']
+    }
     for part in ('generator', 'discriminator'):
         module = getattr(head, part, None)
         params = [p for p in module.parameters() if p.requires_grad] \
@@ -208,6 +218,6 @@ def _check_gan_parts_stepped(model: nn.Module, wrappers: dict) -> None:
                 f'decode_head.{part} is built (its losses are logged every '
                 'training iteration) but no optimizer wrapper steps it: '
                 f"add 'decode_head.{part}' to the `modules` of a wrapper "
-                f"(e.g. optim_wrapper.{part}.modules), or do not build it"
-                + (' (decode_head.adversarial=False)'
-                   if part == 'discriminator' else '') + '.')
+                f"(e.g. optim_wrapper.{part}.modules), or do not build it" +
+                (' (decode_head.adversarial=False)' if part ==
+                 'discriminator' else '') + '.')

@@ -6,8 +6,8 @@ from mmengine.config import Config
 from mmengine.dist import master_only
 from mmengine.logging import print_log
 from mmengine.runner import Runner
-
 from mmseg.registry import RUNNERS
+
 from ...utils.work_dir_lock import check_config_dump
 
 
@@ -21,7 +21,7 @@ class OnceFormattedConfig(Config):
 
     @property
     def pretty_text(self) -> str:
-        made_of = (repr(self.to_dict()), self._format_python_code)
+        made_of = repr(self.to_dict())
         kept = self.__dict__.get('_pretty_text')
         if kept is None or kept[0] != made_of:
             kept = (made_of, super().pretty_text)
@@ -32,13 +32,17 @@ class OnceFormattedConfig(Config):
 
     @classmethod
     def of(cls, cfg):
-        """``cfg`` (a Config) as a :class:`OnceFormattedConfig` (a shallow
-        copy, as ``Config.copy``); anything else as it is."""
+        """``cfg`` (a Config) as a :class:`OnceFormattedConfig` (a new
+        config of the same content, text, file name and environment
+        variables, through ``Config``'s public constructor); anything else
+        as it is."""
         if not isinstance(cfg, Config) or isinstance(cfg, cls):
             return cfg
-        other = cfg.copy()
-        super(Config, other).__setattr__('__class__', cls)
-        return other
+        return cls(
+            cfg.to_dict(),
+            cfg_text=cfg.text,
+            filename=cfg.filename,
+            env_variables=cfg.env_variables)
 
 
 @RUNNERS.register_module()
@@ -51,7 +55,7 @@ class ConfigGuardRunner(Runner):
       ``Runner.__init__`` writes the resolved config to
       ``WORK_DIR/basename(config)`` before any hook exists, so with
       ``tools/train.py DIR/cfg.py --work-dir DIR`` the user's config lost
-      its ``_base_`` and comments (issue 41; this project's tools check the
+      its ``_base_`` and comments (this project's tools check the
       same before building a Runner:
       :func:`~mmseg_sign.utils.work_dir_lock.check_config_dump`);
     * a work dir that holds another run's record of that config (a
@@ -59,8 +63,8 @@ class ConfigGuardRunner(Runner):
       default work dir, or a refused or resumed run with other options)
       keeps it: this run's resolved config goes to its own log folder
       ``WORK_DIR/TIMESTAMP/cfg.py`` (where mmengine keeps every run's
-      ``vis_data/config.py`` too), and the log says where (issue 49, D1 /
-      D2). ``overwrite_checkpoints=True`` (a new run that replaces the old
+      ``vis_data/config.py`` too), and the log says where.
+      ``overwrite_checkpoints=True`` (a new run that replaces the old
       one) replaces the record as well.
 
     Its config formats its text once (:class:`OnceFormattedConfig`): a run

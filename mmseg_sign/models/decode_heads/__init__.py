@@ -5,5 +5,6 @@ from .spnet_head import SPNetHead
 from .transfer_mixin import TransferMixin
 
 __all__ = [
-    'SIGNHead', 'SPNetHead', 'ClassEmbeddingMixin', 'TransferMixin', 'SelfTrainingMixin'
+    'SIGNHead', 'SPNetHead', 'ClassEmbeddingMixin', 'TransferMixin',
+    'SelfTrainingMixin'
 ]

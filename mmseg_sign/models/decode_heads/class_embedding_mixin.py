@@ -10,8 +10,8 @@ import torch.nn as nn
 from mmengine.logging import print_log
 from torch import Tensor
 
-from ...structures.class_split import _as_list, resolve_split
 from ...embeddings.table import read_class_embeddings
+from ...structures.class_split import _as_list, resolve_split
 
 
 class ClassEmbeddingMixin:
@@ -47,8 +47,10 @@ class ClassEmbeddingMixin:
             # (placeholder table: the checkpoint's unseen_mask is the split)
             self.set_class_split(unseen_classes)
 
-    def _load_table(self, path: str, embed_dim: int = 600
-                    ) -> Tuple[Optional[List[str]], np.ndarray]:
+    def _load_table(
+            self,
+            path: str,
+            embed_dim: int = 600) -> Tuple[Optional[List[str]], np.ndarray]:
         """The table file's class names and ``[K, D]`` table; ``(None,
         zeros [num_classes, embed_dim])`` if the file does not exist (the
         table must then come from a checkpoint, see ``SIGNHead``).
@@ -71,12 +73,14 @@ class ClassEmbeddingMixin:
                 f'[{self.num_classes}, {embed_dim}] is used and the table '
                 'will come from the checkpoint (decode_head.class_embedding)'
                 '. Inference needs a checkpoint; training needs the file.',
-                logger='current', level=logging.WARNING)
+                logger='current',
+                level=logging.WARNING)
             return None, np.zeros((self.num_classes, embed_dim), np.float32)
         if self.held_out_classes:
             stripped = [n.strip() for n in names]
-            unknown = [c for c in self.held_out_classes
-                       if c.strip() not in stripped]
+            unknown = [
+                c for c in self.held_out_classes if c.strip() not in stripped
+            ]
             if unknown:
                 raise ValueError(
                     f'{path}: held_out_classes {unknown} are not in the '
@@ -105,9 +109,8 @@ class ClassEmbeddingMixin:
                 'checkpoint with decode_head.class_embedding was loaded); '
                 'training needs the table file.')
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata,
-                              strict, missing_keys, unexpected_keys,
-                              error_msgs):
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
+                              missing_keys, unexpected_keys, error_msgs):
         # a placeholder table takes the checkpoint's table (and its width)
         saved = state_dict.get(prefix + 'class_embedding')
         if self._table_from_checkpoint and isinstance(saved, Tensor) and \
@@ -138,7 +141,7 @@ class ClassEmbeddingMixin:
     def _check_saved_table(self, saved: Tensor) -> None:
         """A checkpoint's M replaces the table read from the file: refuse
         it where the two differ, or the model would run on the checkpoint's
-        vectors under the file's class names (issue 41: ``tools/test.py
+        vectors under the file's class names (e.g. ``tools/test.py
         --cfg-options model.decode_head.class_embeddings=OTHER.npz`` scored
         with the checkpoint's table, without a word).
 
@@ -147,8 +150,10 @@ class ClassEmbeddingMixin:
         """
         mine = self.class_embedding
         same = saved.shape == mine.shape and torch.allclose(
-            saved.detach().float().cpu(), mine.detach().float().cpu(),
-            rtol=1e-4, atol=1e-6)
+            saved.detach().float().cpu(),
+            mine.detach().float().cpu(),
+            rtol=1e-4,
+            atol=1e-6)
         if same:
             return
         shown = ', '.join(self.class_names[:4]) + (
@@ -164,25 +169,26 @@ class ClassEmbeddingMixin:
             'class names. Give the table the model was trained with; to '
             'give the model new classes, use tools/add_classes.py.')
 
-    def set_class_split(self, unseen: Sequence[Union[str, int]],
+    def set_class_split(self,
+                        unseen: Sequence[Union[str, int]],
                         classes: Optional[Sequence[str]] = None) -> None:
         """Mark the unseen classes; ``classes`` (the dataset's) must match
         the embedding table's class list when given. Names compare after
         ``str.strip()`` (mmseg's ADE20K class ``'bed '`` is ``'bed'`` in a
         table built from a class file)."""
+
         def _strip(names):
             return tuple(str(n).strip() for n in names)
 
-        if classes is not None and _strip(classes) != _strip(
-                self.class_names):
+        if classes is not None and _strip(classes) != _strip(self.class_names):
             raise ValueError(
                 'The dataset classes differ from the class-embedding table '
                 f'({len(classes)} vs {len(self.class_names)} classes; first '
-                'difference: ' + next(
-                    (f'#{i}: {a!r} vs {b!r}' for i, (a, b) in enumerate(
-                        zip(_strip(classes), _strip(self.class_names)))
-                     if a != b),
-                    'length') + '). Build the table for this dataset.')
+                'difference: ' +
+                next((f'#{i}: {a!r} vs {b!r}' for i, (a, b) in enumerate(
+                    zip(_strip(classes), _strip(self.class_names)))
+                      if a != b), 'length') +
+                '). Build the table for this dataset.')
         _, unseen_names = resolve_split(self.class_names, unseen=unseen)
         mask = torch.tensor([c in unseen_names for c in self.class_names])
         self.unseen_mask.copy_(mask)
@@ -208,8 +214,10 @@ class ClassEmbeddingMixin:
         if clash:
             raise ValueError(f'classes {clash} are already in the model '
                              f'({", ".join(self.class_names)}).')
-        twice = sorted({n for n in names
-                        if [m.strip() for m in names].count(n.strip()) > 1})
+        twice = sorted({
+            n
+            for n in names if [m.strip() for m in names].count(n.strip()) > 1
+        })
         if twice or not names:
             raise ValueError(f'the new class names must be distinct and not '
                              f'empty, got {names}.')
@@ -223,9 +231,9 @@ class ClassEmbeddingMixin:
         device = self.class_embedding.device
         self.class_embedding = torch.cat(
             [self.class_embedding, vectors.to(device)])
-        self.unseen_mask = torch.cat([
-            self.unseen_mask,
-            self.unseen_mask.new_ones(len(names))])
+        self.unseen_mask = torch.cat(
+            [self.unseen_mask,
+             self.unseen_mask.new_ones(len(names))])
         self.class_names = (*self.class_names, *names)
         old = self.conv_seg
         new = nn.Conv2d(old.in_channels, old.out_channels + len(names), 1)

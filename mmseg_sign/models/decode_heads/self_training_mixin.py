@@ -5,10 +5,10 @@ from typing import Dict, Optional, Tuple
 import torch
 import torch.nn.functional as F
 from mmengine.structures import PixelData
-from torch import Tensor
-
 from mmseg.models.utils import resize
 from mmseg.utils import SampleList
+from torch import Tensor
+
 from ..losses import float32_op
 from ..utils import pseudo_label_image
 
@@ -26,10 +26,13 @@ class SelfTrainingMixin:
         [B, H, W]`` (0 on ignored pixels); 0 if no weight is positive.
         With weight 1 on every labelled pixel it is the plain mean."""
         if logits.shape[-2:] != labels.shape[-2:]:
-            logits = resize(logits, labels.shape[-2:], mode='bilinear',
-                            align_corners=self.align_corners)
-        ce = F.cross_entropy(logits, labels, ignore_index=self.ignore_index,
-                             reduction='none')
+            logits = resize(
+                logits,
+                labels.shape[-2:],
+                mode='bilinear',
+                align_corners=self.align_corners)
+        ce = F.cross_entropy(
+            logits, labels, ignore_index=self.ignore_index, reduction='none')
         weights = weights * (labels != self.ignore_index)
         return (weights * ce).sum() / weights.sum().clamp(min=1e-6)
 
@@ -48,12 +51,17 @@ class SelfTrainingMixin:
     # of 2^-8 (bfloat16), which AST's exp((p - p_max) / T) at T = 0.2 turns
     # into 2 % weight steps, and float16 flushes small ones to 0
     @float32_op
-    def pseudo_labels(self, teacher_logits: Tensor,
-                      data_samples: SampleList, mode: str,
-                      temperature: float, top_p: float, top_k: int = 1,
-                      max_pseudo_ratio: Optional[float] = None,
-                      candidates: str = 'ignored'
-                      ) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
+    def pseudo_labels(
+        self,
+        teacher_logits: Tensor,
+        data_samples: SampleList,
+        mode: str,
+        temperature: float,
+        top_p: float,
+        top_k: int = 1,
+        max_pseudo_ratio: Optional[float] = None,
+        candidates: str = 'ignored'
+    ) -> Tuple[Tensor, Tensor, Dict[str, Tensor]]:
         """Self-training targets of a batch (section 3.4).
 
         Args:
@@ -79,9 +87,10 @@ class SelfTrainingMixin:
             valid = torch.zeros_like(label, dtype=torch.bool)
             h, w = sample.metainfo.get('img_shape', label.shape)
             valid[:h, :w] = True  # padding is at the bottom / right
-            target, weight, conf = pseudo_label_image(
-                prob, label, unseen, valid, mode, temperature, top_p,
-                self.ignore_index, top_k, candidates)
+            target, weight, conf = pseudo_label_image(prob, label, unseen,
+                                                      valid, mode, temperature,
+                                                      top_p, self.ignore_index,
+                                                      top_k, candidates)
             targets.append(target)
             weights.append(weight)
             confs.append(conf)
@@ -105,16 +114,20 @@ class SelfTrainingMixin:
             st_scale=scale.float())
         return targets, weights, stats
 
-    def loss_self_train(self, inputs, targets: Tensor, weights: Tensor,
+    def loss_self_train(self,
+                        inputs,
+                        targets: Tensor,
+                        weights: Tensor,
                         synth_weight: float = 1.0) -> Dict[str, Tensor]:
         """Weighted cross-entropy of C on real features against seen labels
         and pseudo labels (``Σ w·ce / Σ w``), plus ``synth_weight`` ×
         ``loss_ce_synth`` (0 leaves it out)."""
         feats = inputs[0]
-        losses = dict(loss_ce_st=self._weighted_cross_entropy(
-            self.cls_seg(feats), targets, weights))
+        losses = dict(
+            loss_ce_st=self._weighted_cross_entropy(
+                self.cls_seg(feats), targets, weights))
         if synth_weight:
             num = feats.shape[0] * feats.shape[2] * feats.shape[3]
-            losses['loss_ce_synth'] = self.loss_synthetic(num, feats,
-                                                          synth_weight)
+            losses['loss_ce_synth'] = self.loss_synthetic(
+                num, feats, synth_weight)
         return losses

@@ -5,13 +5,13 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch import Tensor
-
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from mmseg.models.losses import accuracy
 from mmseg.models.utils import resize
 from mmseg.registry import MODELS
 from mmseg.utils import SampleList
+from torch import Tensor
+
 from ..discriminators import D_REDUCTIONS, discriminator_loss
 from ..generators import MMD_ESTIMATORS, class_mmd_loss, sample_per_class
 from ..losses import adversarial_loss, kl_divergence, masked_mean
@@ -107,10 +107,10 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
                  unseen_classes: Optional[Sequence[Union[str, int]]] = None,
                  latent_channels: int = 600,
                  generator: Optional[dict] = None,
-                 generator_hidden: Sequence[int] = (1024, 960, 864, 784,
-                                                    720),
-                 generator_dropout: Union[float, Sequence[float]] = (
-                     0.1, 0.1, 0.3, 0.5, 0.5),
+                 generator_hidden: Sequence[int] = (1024, 960, 864, 784, 720),
+                 generator_dropout: Union[float,
+                                          Sequence[float]] = (0.1, 0.1, 0.3,
+                                                              0.5, 0.5),
                  generator_out_act: Optional[str] = 'sigmoid',
                  classifier: str = 'shared_trunk',
                  trunk_channels: int = 1024,
@@ -132,18 +132,24 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
                  held_out_classes: Optional[Sequence[str]] = None,
                  **kwargs):
         kwargs.setdefault('in_index', 0)
-        kwargs.setdefault('loss_decode', dict(
-            type='CrossEntropyLoss', use_sigmoid=False, loss_weight=1.0,
-            avg_non_ignore=True, loss_name='loss_ce'))
+        kwargs.setdefault(
+            'loss_decode',
+            dict(
+                type='CrossEntropyLoss',
+                use_sigmoid=False,
+                loss_weight=1.0,
+                avg_non_ignore=True,
+                loss_name='loss_ce'))
         super().__init__(**kwargs)
         if self.in_channels != self.channels:
             raise ValueError('SIGNHead classifies F_x directly: in_channels '
                              f'({self.in_channels}) must equal channels '
                              f'({self.channels}), the SIM channels.')
         for name, value, allowed in [
-                ('classifier', classifier, CLASSIFIER_LAYOUTS),
-                ('mmd_estimator', mmd_estimator, MMD_ESTIMATORS),
-                ('adv_d_reduction', adv_d_reduction, D_REDUCTIONS)]:
+            ('classifier', classifier, CLASSIFIER_LAYOUTS),
+            ('mmd_estimator', mmd_estimator, MMD_ESTIMATORS),
+            ('adv_d_reduction', adv_d_reduction, D_REDUCTIONS)
+        ]:
             if value not in allowed:
                 raise ValueError(f'SIGNHead {name} must be one of '
                                  f'{allowed}, got {value!r}.')
@@ -155,12 +161,17 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
         self.latent_channels = latent_channels
         # G, then C's trunk and head, then D: the order of the weights'
         # random initialisation since the first release
-        self.generator = MODELS.build(_module_cfg(
-            generator, 'PixelMLPGenerator', dict(
-                hidden_channels=generator_hidden, dropout=generator_dropout,
-                out_act=generator_out_act),
-            embed_channels=self.class_embedding.shape[1],
-            latent_channels=latent_channels, out_channels=self.channels))
+        self.generator = MODELS.build(
+            _module_cfg(
+                generator,
+                'PixelMLPGenerator',
+                dict(
+                    hidden_channels=generator_hidden,
+                    dropout=generator_dropout,
+                    out_act=generator_out_act),
+                embed_channels=self.class_embedding.shape[1],
+                latent_channels=latent_channels,
+                out_channels=self.channels))
         # element-wise dropout: a generated pixel ([N, C, 1, 1]) and a real
         # feature map get the same kind of noise (mmseg uses Dropout2d)
         self.dropout = nn.Dropout(self.dropout_ratio) \
@@ -203,25 +214,25 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
         """``C(F_x)``: logits ``[B, num_classes, H, W]``."""
         return self.cls_seg(inputs[0])
 
-    def predict(self, inputs, batch_img_metas: List[dict],
-                test_cfg) -> Tensor:
-        return self.predict_by_feat(self.calibrate(self.forward(inputs)),
-                                    batch_img_metas)
+    def predict(self, inputs, batch_img_metas: List[dict], test_cfg) -> Tensor:
+        return self.predict_by_feat(
+            self.calibrate(self.forward(inputs)), batch_img_metas)
 
     def _trunk_pixels(self, feats: Tensor) -> Tensor:
         """Trunk and dropout on pixel features ``[N, channels]`` (matrix
         products: a conv over N 1×1 "images" needs a huge cuDNN workspace)."""
         if self.classifier == 'shared_trunk':
             conv = self.trunk[0]
-            feats = torch.relu(F.linear(feats, conv.weight.flatten(1),
-                                        conv.bias))
+            feats = torch.relu(
+                F.linear(feats, conv.weight.flatten(1), conv.bias))
         return feats if self.dropout is None else self.dropout(feats)
 
     def classify(self, feats: Tensor) -> Tensor:
         """C on pixel features ``[N, channels]`` → logits ``[N, K]``
         (the same function as :meth:`cls_seg` on a feature map)."""
-        return F.linear(self._trunk_pixels(feats),
-                        self.conv_seg.weight.flatten(1), self.conv_seg.bias)
+        return F.linear(
+            self._trunk_pixels(feats), self.conv_seg.weight.flatten(1),
+            self.conv_seg.bias)
 
     def generate(self, labels: Tensor, z: Tensor) -> Tensor:
         """``G(M(y) ⊕ z)`` for labels ``[N]`` and latents ``[N, L]`` →
@@ -248,15 +259,17 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
     def _cross_entropy(self, logits: Tensor, labels: Tensor) -> Tensor:
         """Mean cross-entropy over the non-ignored pixels (0 if none);
         ``logits [N, K, ...]``, ``labels [N, ...]``."""
-        ce = F.cross_entropy(logits, labels, ignore_index=self.ignore_index,
-                             reduction='none')
+        ce = F.cross_entropy(
+            logits, labels, ignore_index=self.ignore_index, reduction='none')
         return masked_mean(ce, labels != self.ignore_index)
 
     # --------------------------------------------------------------- losses
-    def loss_segmentation(self, inputs, data_samples: SampleList,
-                          extra_logits: Sequence[Tensor] = (),
-                          weights: Optional[Tensor] = None
-                          ) -> Dict[str, Tensor]:
+    def loss_segmentation(
+            self,
+            inputs,
+            data_samples: SampleList,
+            extra_logits: Sequence[Tensor] = (),
+            weights: Optional[Tensor] = None) -> Dict[str, Tensor]:
         """Training step (SIM), eq. 4: ``loss_ce`` (+ ``acc_seg``) of C on
         real features and ``loss_kld`` (α·KL over labelled pixels).
         ``extra_logits``: C's logits at other input scales (DeepLab-v2
@@ -271,22 +284,29 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
             losses = self.loss_by_feat(logits, data_samples)
         else:  # loss_by_feat's terms, each CE Σ w·ce / Σ w
             labels = self._stack_batch_gt(data_samples)[:, 0]
-            up = resize(logits, labels.shape[-2:], mode='bilinear',
-                        align_corners=self.align_corners)
+            up = resize(
+                logits,
+                labels.shape[-2:],
+                mode='bilinear',
+                align_corners=self.align_corners)
             losses = {
                 name: self._weighted_cross_entropy(up, labels, weights),
-                'acc_seg': accuracy(up, labels,
-                                    ignore_index=self.ignore_index)}
+                'acc_seg':
+                accuracy(up, labels, ignore_index=self.ignore_index)
+            }
         if extra_logits:
             fused = torch.stack([logits] + [
-                resize(x, logits.shape[2:], mode='bilinear',
-                       align_corners=self.align_corners)
-                for x in extra_logits
+                resize(
+                    x,
+                    logits.shape[2:],
+                    mode='bilinear',
+                    align_corners=self.align_corners) for x in extra_logits
             ]).max(dim=0).values
             losses[name] = torch.stack([losses[name]] + [
                 self.loss_by_feat(x, data_samples)[name] if weights is None
                 else self._weighted_cross_entropy(x, labels, weights)
-                for x in (*extra_logits, fused)]).mean()
+                for x in (*extra_logits, fused)
+            ]).mean()
         if weights is not None:  # as loss_decode weighs its own CE
             losses[name] = self.loss_decode.loss_weight * losses[name]
         labels = self._labels_at(data_samples, feats.shape[2:])
@@ -294,8 +314,9 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
             mu, logvar, labels != self.ignore_index)
         return losses
 
-    def loss_generator(self, inputs, data_samples: SampleList
-                       ) -> Tuple[Dict[str, Tensor], Tensor, Tensor, Tensor]:
+    def loss_generator(
+        self, inputs, data_samples: SampleList
+    ) -> Tuple[Dict[str, Tensor], Tensor, Tensor, Tensor]:
         """Training step (G), eq. 5-7 for G: β·MMD per seen class between
         real (detached) features and ``G(M(y), z)`` at the same pixels (z:
         the SIM's own detached latent of the pixel), and the adversarial
@@ -303,8 +324,7 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
         so that D and C can be trained on the same pixels."""
         feats, _, _, z = (t.detach() for t in inputs[:4])
         labels = self._labels_at(data_samples, feats.shape[2:]).flatten()
-        idx = sample_per_class(labels, self.mmd_max_pixels,
-                               self.ignore_index)
+        idx = sample_per_class(labels, self.mmd_max_pixels, self.ignore_index)
         labels = labels[idx]
         real = self._pixels(feats)[idx]
         fake = self.generate(labels, self._pixels(z)[idx])
@@ -325,10 +345,12 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
             return {}
         d_real = self.discriminate(real)
         d_fake = self.discriminate(fake.detach())
-        return dict(loss_adv_d=self.loss_adv_weight * discriminator_loss(
-            d_real, d_fake, self.adv_d_reduction))
+        return dict(loss_adv_d=self.loss_adv_weight *
+                    discriminator_loss(d_real, d_fake, self.adv_d_reduction))
 
-    def loss_classifier_real(self, feats: Tensor, data_samples: SampleList,
+    def loss_classifier_real(self,
+                             feats: Tensor,
+                             data_samples: SampleList,
                              weight: float,
                              weights: Optional[Tensor] = None) -> Tensor:
         """``weight`` × cross-entropy of C on (detached) real feature maps
@@ -337,10 +359,13 @@ class SIGNHead(ClassEmbeddingMixin, TransferMixin, SelfTrainingMixin,
         labels = self._stack_batch_gt(data_samples)[:, 0]
         logits = self.cls_seg(feats.detach())
         if weights is not None:
-            return weight * self._weighted_cross_entropy(logits, labels,
-                                                         weights)
-        logits = resize(logits, labels.shape[-2:], mode='bilinear',
-                        align_corners=self.align_corners)
+            return weight * self._weighted_cross_entropy(
+                logits, labels, weights)
+        logits = resize(
+            logits,
+            labels.shape[-2:],
+            mode='bilinear',
+            align_corners=self.align_corners)
         return weight * self._cross_entropy(logits, labels)
 
     def loss(self, inputs, batch_data_samples: SampleList,

@@ -5,12 +5,13 @@ baseline."""
 from typing import List, Optional, Sequence, Union
 
 import torch
-from torch import Tensor
-
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from mmseg.registry import MODELS
 from mmseg.utils import SampleList
-from ..necks.input_projections import build_input_proj, takes_levels
+from torch import Tensor
+
+from ..necks.input_projections import (build_input_proj, check_levels,
+                                       select_levels, takes_levels)
 from .class_embedding_mixin import ClassEmbeddingMixin
 
 #: the logit given to unseen classes while training on the seen ones: the
@@ -66,25 +67,26 @@ class SPNetHead(ClassEmbeddingMixin, BaseDecodeHead):
                  **kwargs):
         kwargs.setdefault('channels', embed_dim)
         kwargs.setdefault('dropout_ratio', 0.0)
-        kwargs.setdefault('loss_decode', dict(
-            type='CrossEntropyLoss', use_sigmoid=False, loss_weight=1.0,
-            avg_non_ignore=True))
+        kwargs.setdefault(
+            'loss_decode',
+            dict(
+                type='CrossEntropyLoss',
+                use_sigmoid=False,
+                loss_weight=1.0,
+                avg_non_ignore=True))
         # DeepLab-v2's classifier init (N(0, 0.01)) on the ASPP projection;
         # a multi-level projection keeps its layers' own (its BN weights
         # must stay 1)
-        kwargs.setdefault('init_cfg', None if takes_levels(input_proj) else
-                          dict(type='Normal', std=0.01,
-                               override=dict(name='projection')))
+        kwargs.setdefault(
+            'init_cfg', None if takes_levels(input_proj) else dict(
+                type='Normal', std=0.01, override=dict(name='projection')))
         super().__init__(**kwargs)
         del self.conv_seg  # the classifier is the fixed table M
         self._init_class_embedding(class_embeddings, embed_dim,
                                    held_out_classes, unseen_classes)
-        if takes_levels(input_proj) and \
-                self.input_transform != 'multiple_select':
-            raise ValueError(
-                'SPNetHead: a projection over several backbone levels '
-                "needs input_transform='multiple_select' (and in_index / "
-                f'in_channels lists), got {self.input_transform!r}.')
+        if takes_levels(input_proj):  # mmseg's head hands the list on
+            check_levels('SPNetHead', self.in_index, self.in_channels,
+                         self.input_transform, ('multiple_select', ))
         if input_proj is None:
             raise ValueError("SPNetHead needs its projection P (input_proj="
                              "'aspp' or a projection's config).")
@@ -96,7 +98,11 @@ class SPNetHead(ClassEmbeddingMixin, BaseDecodeHead):
     def forward(self, inputs: Sequence[Tensor]) -> Tensor:
         """Backbone features ``[B, in_channels, H, W]`` (at ``in_index``) →
         logits ``[B, num_classes, H, W]``."""
-        x = self._transform_inputs(inputs)
+        if self.input_transform == 'resize_concat':
+            x = self._transform_inputs(inputs)
+        else:  # one level, or the projection's several
+            x = select_levels(inputs, self.in_index, self.in_channels,
+                              'SPNetHead')
         projected = self.projection.project(x)
         if self.dropout is not None:
             projected = self.dropout(projected)
@@ -110,8 +116,7 @@ class SPNetHead(ClassEmbeddingMixin, BaseDecodeHead):
             self.unseen_mask[None, :, None, None], UNSEEN_TRAIN_LOGIT)
         return super().loss_by_feat(seg_logits, batch_data_samples)
 
-    def predict(self, inputs, batch_img_metas: List[dict],
-                test_cfg) -> Tensor:
+    def predict(self, inputs, batch_img_metas: List[dict], test_cfg) -> Tensor:
         """Logits of all classes (calibrated), resized to the input."""
-        return self.predict_by_feat(self.calibrate(self.forward(inputs)),
-                                    batch_img_metas)
+        return self.predict_by_feat(
+            self.calibrate(self.forward(inputs)), batch_img_metas)

@@ -4,9 +4,8 @@ from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
-
 from mmseg.utils import SampleList
+from torch import Tensor
 
 
 class TransferMixin:
@@ -25,7 +24,10 @@ class TransferMixin:
         probs = 1.0 + self.gen_unseen_rate * unseen.float()
         return torch.multinomial(probs, num, replacement=True)
 
-    def loss_synthetic(self, num: int, like: Tensor, weight: float = 1.0,
+    def loss_synthetic(self,
+                       num: int,
+                       like: Tensor,
+                       weight: float = 1.0,
                        latent: Optional[Tensor] = None) -> Tensor:
         """``loss_ce_synth`` (eq. 8): ``weight`` × CE of C on ``num``
         features ``G(M(ŷ), z)`` for labels ŷ drawn by
@@ -33,8 +35,8 @@ class TransferMixin:
         ``latent`` ``[num, latent_channels]`` when given (the SIM's latent
         of real pixels: the transfer stage's ``latent='posterior'``). G
         gets no gradient."""
-        if latent is not None and tuple(latent.shape) != (
-                num, self.latent_channels):
+        if latent is not None and tuple(
+                latent.shape) != (num, self.latent_channels):
             raise ValueError(
                 f'loss_synthetic: latent must be [{num}, '
                 f'{self.latent_channels}] (one z per synthetic feature), '
@@ -47,8 +49,11 @@ class TransferMixin:
             fake = self.generate(pseudo, z)
         return weight * F.cross_entropy(self.classify(fake), pseudo)
 
-    def loss_transfer(self, inputs, data_samples: SampleList,
-                      real_weight: float = 1.0, synth_weight: float = 1.0,
+    def loss_transfer(self,
+                      inputs,
+                      data_samples: SampleList,
+                      real_weight: float = 1.0,
+                      synth_weight: float = 1.0,
                       latent: str = 'prior') -> Dict[str, Tensor]:
         """Transfer step, eq. 9 (``mode='classifier'``): ``loss_ce`` of C on
         real (frozen) features and ``loss_ce_synth`` (one synthetic feature

@@ -2,5 +2,7 @@ from .losses import D_REDUCTIONS, discriminator_loss
 from .pixel_discriminators import (PixelLinearDiscriminator,
                                    PixelMLPDiscriminator)
 
-__all__ = ['PixelLinearDiscriminator', 'PixelMLPDiscriminator',
-           'discriminator_loss', 'D_REDUCTIONS']
+__all__ = [
+    'PixelLinearDiscriminator', 'PixelMLPDiscriminator', 'discriminator_loss',
+    'D_REDUCTIONS'
+]

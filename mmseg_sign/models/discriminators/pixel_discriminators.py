@@ -12,9 +12,9 @@ from typing import Sequence
 
 import torch.nn as nn
 import torch.nn.functional as F
+from mmseg.registry import MODELS
 from torch import Tensor
 
-from mmseg.registry import MODELS
 from ..generators.pixel_mlp_generator import mlp_layers
 
 
@@ -50,10 +50,12 @@ class PixelMLPDiscriminator(nn.Sequential):
         dropout (float | Sequence[float]): dropout after each hidden layer.
     """
 
-    def __init__(self, in_channels: int,
-                 hidden_channels: Sequence[int] = (512, ), dropout=0.0):
-        super().__init__(*mlp_layers([in_channels, *hidden_channels, 1],
-                                     dropout))
+    def __init__(self,
+                 in_channels: int,
+                 hidden_channels: Sequence[int] = (512, ),
+                 dropout=0.0):
+        super().__init__(
+            *mlp_layers([in_channels, *hidden_channels, 1], dropout))
         self.in_channels = in_channels
 
     def forward(self, x: Tensor) -> Tensor:

@@ -11,7 +11,9 @@ MMD_ESTIMATORS = ('squared', 'released')
 
 
 @float32_op  # as gaussian_mmd; sqrt of a tiny MMD² too
-def class_mmd_loss(real: Tensor, fake: Tensor, labels: Tensor,
+def class_mmd_loss(real: Tensor,
+                   fake: Tensor,
+                   labels: Tensor,
                    kernel_variances: Sequence[float],
                    estimator: str = 'squared',
                    max_entries: int = 2**23) -> Tensor:
@@ -23,8 +25,8 @@ def class_mmd_loss(real: Tensor, fake: Tensor, labels: Tensor,
     (the released code, docs/reproduction.md). 0 (with a graph to ``fake``)
     without pixels.
 
-    The classes are batched (issue 32: a few kernels for all classes, not a
-    few per class): each class's real and generated pixels are padded to
+    The classes are batched (a few kernels for all classes, not a few per
+    class): each class's real and generated pixels are padded to
     the largest class's count ``P`` in a ``[K, 2P, C]`` tensor, one batched
     product gives every class's ``[2P, 2P]`` squared distances, and each
     class's ``Σ k(r, r') + Σ k(f, f') − 2 Σ k(r, f)`` is ``wᵀ K w`` with
@@ -69,23 +71,23 @@ def _padded_by_class(real: Tensor, fake: Tensor, labels: Tensor) -> tuple:
     """``([K, 2P, C] real then generated pixels of each class, zero-padded
     to the largest count P; [K, 2P] weights +1 / −1 / 0 (padding);
     [K] counts)`` for the K classes in ``labels``."""
-    classes, inverse, counts = labels.unique(return_inverse=True,
-                                             return_counts=True)
+    classes, inverse, counts = labels.unique(
+        return_inverse=True, return_counts=True)
     order = inverse.argsort(stable=True)
     cls = inverse[order]
     starts = counts.cumsum(0) - counts
     slot = torch.arange(len(order), device=labels.device) - starts[cls]
     k, p, c = len(classes), int(counts.max()), real.shape[1]
     xy = real.new_zeros(k, 2 * p, c)
-    xy = xy.index_put((cls, slot), real[order]).index_put(
-        (cls, slot + p), fake[order])
-    weights = real.new_zeros(k, 2 * p).index_put(
-        (cls, slot), real.new_ones(())).index_put(
-        (cls, slot + p), real.new_full((), -1.0))
+    xy = xy.index_put((cls, slot), real[order]).index_put((cls, slot + p),
+                                                          fake[order])
+    weights = real.new_zeros(k, 2 * p).index_put((cls, slot), real.new_ones(
+        ())).index_put((cls, slot + p), real.new_full((), -1.0))
     return xy, weights, counts
 
 
-def sample_per_class(labels: Tensor, max_pixels: int,
+def sample_per_class(labels: Tensor,
+                     max_pixels: int,
                      ignore_index: int = 255) -> Tensor:
     """Indices into the flattened ``labels [N]``: for each labelled class,
     at most ``max_pixels`` random pixels (the pixels G is trained on).

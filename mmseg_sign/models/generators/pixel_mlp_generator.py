@@ -3,9 +3,8 @@ from typing import Optional, Sequence, Union
 
 import torch
 import torch.nn as nn
-from torch import Tensor
-
 from mmseg.registry import MODELS
+from torch import Tensor
 
 
 def mlp_layers(dims: Sequence[int],
@@ -73,14 +72,13 @@ class PixelMLPGenerator(nn.Sequential):
                  embed_channels: int,
                  latent_channels: int,
                  out_channels: int,
-                 hidden_channels: Sequence[int] = (1024, 960, 864, 784,
-                                                   720),
-                 dropout: Union[float, Sequence[float]] = (0.1, 0.1, 0.3,
-                                                           0.5, 0.5),
+                 hidden_channels: Sequence[int] = (1024, 960, 864, 784, 720),
+                 dropout: Union[float,
+                                Sequence[float]] = (0.1, 0.1, 0.3, 0.5, 0.5),
                  out_act: Optional[str] = 'sigmoid'):
         super().__init__(*mlp_layers(
-            [embed_channels + latent_channels, *hidden_channels,
-             out_channels], dropout, out_act))
+            [embed_channels + latent_channels, *hidden_channels, out_channels],
+            dropout, out_act))
         self.embed_channels = embed_channels
         self.latent_channels = latent_channels
         self.out_channels = out_channels
@@ -96,6 +94,6 @@ class PixelMLPGenerator(nn.Sequential):
         first = self[0]
         width = embed_channels + self.latent_channels
         if first.in_features != width:
-            self[0] = nn.Linear(width, first.out_features).to(
-                first.weight.device)
+            self[0] = nn.Linear(width,
+                                first.out_features).to(first.weight.device)
         self.embed_channels = embed_channels

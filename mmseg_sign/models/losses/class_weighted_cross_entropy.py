@@ -28,8 +28,14 @@ class ClassWeightedCrossEntropyLoss(CrossEntropyLoss):
             raise ValueError('ClassWeightedCrossEntropyLoss needs '
                              'class_weight (without it: CrossEntropyLoss)')
 
-    def forward(self, cls_score, label, weight=None, avg_factor=None,
-                reduction_override=None, ignore_index=-100, **kwargs):
+    def forward(self,
+                cls_score,
+                label,
+                weight=None,
+                avg_factor=None,
+                reduction_override=None,
+                ignore_index=-100,
+                **kwargs):
         """``cls_score`` ``[B, K, H, W]``, ``label`` ``[B, H, W]``."""
         reduction = reduction_override or self.reduction
         if avg_factor is None and reduction == 'mean':

@@ -25,8 +25,7 @@ def squared_distances(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     Returns:
         Tensor: ``[N, M]``, ≥ 0.
     """
-    sq = (x.pow(2).sum(1)[:, None] + y.pow(2).sum(1)[None, :] -
-          2 * x @ y.T)
+    sq = (x.pow(2).sum(1)[:, None] + y.pow(2).sum(1)[None, :] - 2 * x @ y.T)
     return sq.clamp(min=0)
 
 
@@ -34,8 +33,11 @@ def squared_distances(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 # rounds away, and exp(-d²/2s²) underflows float16 (autocast's own lists
 # differ: exp runs in float32 on CUDA, in the input's dtype on a CPU)
 @float32_op
-def gaussian_mmd(x: torch.Tensor, y: torch.Tensor,
-                 sigmas: Sequence[float] = (1.0, )) -> torch.Tensor:
+def gaussian_mmd(
+        x: torch.Tensor,
+        y: torch.Tensor,
+        sigmas: Sequence[float] = (1.0, ),
+) -> torch.Tensor:
     """Biased MMD² between samples ``x [N, D]`` and ``y [M, D]`` (eq. 5).
 
     ``mean k(x, x') + mean k(y, y') - 2 mean k(x, y)`` with the kernel

@@ -4,6 +4,6 @@ from .noise_prior_neck import NoisePriorNeck
 from .spatial_information_module import SpatialInformationModule
 
 __all__ = [
-    'DeepLabV2ASPP', 'MLPFusion', 'NoisePriorNeck',
-    'SpatialInformationModule', 'build_input_proj', 'takes_levels'
+    'DeepLabV2ASPP', 'MLPFusion', 'NoisePriorNeck', 'SpatialInformationModule',
+    'build_input_proj', 'takes_levels'
 ]

@@ -18,11 +18,18 @@ class DeepLabV2ASPP(ASPPModule):
     Returns ``[x]`` with ``x`` ``[B, channels, H, W]``.
     """
 
-    def __init__(self, in_channels: int, channels: int = 600,
+    def __init__(self,
+                 in_channels: int,
+                 channels: int = 600,
                  dilations: Sequence[int] = (6, 12, 18, 24),
                  in_index: int = -1):
-        super().__init__(dilations, in_channels, channels, conv_cfg=None,
-                         norm_cfg=None, act_cfg=None)
+        super().__init__(
+            dilations,
+            in_channels,
+            channels,
+            conv_cfg=None,
+            norm_cfg=None,
+            act_cfg=None)
         self.in_index = in_index
 
     def project(self, x):

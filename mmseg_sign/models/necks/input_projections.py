@@ -10,11 +10,26 @@ from typing import Optional, Sequence, Union
 import torch
 from mmcv.cnn import ConvModule
 from mmengine.model import BaseModule
-from torch import Tensor, nn
-
 from mmseg.models.utils import resize
 from mmseg.registry import MODELS
+from torch import Tensor, nn
+
 from .deeplabv2_aspp import DeepLabV2ASPP
+
+
+class LinearFusionConv(nn.Module):
+    """A plain 1×1 convolution with a bias (``[B, C_in, H, W]`` →
+    ``[B, C_out, H, W]``), under ``SegformerHead.fusion_conv``'s parameter
+    names (``conv.weight``): that head's fusion weights load into it by name
+    (its BN and ReLU are left out: E's output is linear). No
+    ``init_weights``: torch's default initialisation, as ``nn.Conv2d``."""
+
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.conv(x)
 
 
 @MODELS.register_module()
@@ -26,7 +41,9 @@ class MLPFusion(BaseModule):
     Each level ``[B, in_channels[i], H_i, W_i]`` is projected to
     ``mlp_channels`` by a 1×1 conv + BN + ReLU (``SegformerHead``'s), resized
     (bilinear) to the first level's ``H_0 × W_0``, and the concatenation is
-    projected to ``channels`` by a plain 1×1 conv ``W_f``. ``SegformerHead``
+    projected to ``channels`` by a plain 1×1 conv ``W_f``. The parameters
+    carry ``SegformerHead``'s names (``convs.i``, ``fusion_conv.conv``), so
+    its weights load into this module by name. ``SegformerHead``
     fuses with conv + BN + ReLU and then classifies; here the output is E's,
     linear like DeepLab-v2 ASPP's, since the SIM (eq. 1) and NoisePriorNeck
     apply their own sigmoid and SPNet's projection is the word-embedding
@@ -65,36 +82,48 @@ class MLPFusion(BaseModule):
         self.channels = channels
         self.align_corners = align_corners
         self.in_index = in_index
-        self.levels = nn.ModuleList(
-            ConvModule(c, mlp_channels, 1,
-                       norm_cfg=norm_cfg or dict(type='BN',
-                                                 requires_grad=True))
+        # SegformerHead's parameter names (convs.i, fusion_conv.conv), so
+        # that its weights load by name
+        self.convs = nn.ModuleList(
+            ConvModule(
+                c,
+                mlp_channels,
+                1,
+                norm_cfg=norm_cfg or dict(type='BN', requires_grad=True))
             for c in self.in_channels)
-        self.fuse = nn.Conv2d(mlp_channels * len(self.in_channels), channels,
-                              1)
+        self.fusion_conv = LinearFusionConv(
+            mlp_channels * len(self.in_channels), channels)
 
     def project(self, levels: Sequence[Tensor]) -> Tensor:
-        if len(levels) != len(self.levels):
-            raise ValueError(f'MLPFusion was built for {len(self.levels)} '
+        if len(levels) != len(self.convs):
+            raise ValueError(f'MLPFusion was built for {len(self.convs)} '
                              f'levels, got {len(levels)}.')
         size = levels[0].shape[2:]
-        outs = [level(x) for level, x in zip(self.levels, levels)]
+        outs = [conv(x) for conv, x in zip(self.convs, levels)]
         outs = [outs[0]] + [
-            resize(x, size=size, mode='bilinear',
-                   align_corners=self.align_corners) for x in outs[1:]
+            resize(
+                x,
+                size=size,
+                mode='bilinear',
+                align_corners=self.align_corners) for x in outs[1:]
         ]
-        return self.fuse(torch.cat(outs, dim=1))
+        return self.fusion_conv(torch.cat(outs, dim=1))
 
     def forward(self, inputs):
-        if self.in_index is not None:
-            inputs = [inputs[i] for i in self.in_index]
-        return [self.project(inputs)]
+        """As a neck of its own: the levels ``in_index`` names (all by
+        default), read by :func:`select_levels`."""
+        in_index = self.in_index if self.in_index is not None else list(
+            range(len(inputs)))
+        return [
+            self.project(
+                select_levels(inputs, in_index, self.in_channels, 'MLPFusion'))
+        ]
 
 
 def build_input_proj(input_proj: Union[str, dict, None],
                      in_channels: Union[int, Sequence[int]], channels: int,
-                     dilations: Sequence[int], owner: str
-                     ) -> Optional[nn.Module]:
+                     dilations: Sequence[int],
+                     owner: str) -> Optional[nn.Module]:
     """E's projection from ``in_channels`` to ``channels``: ``'aspp'``
     (DeepLab-v2 ASPP with ``dilations``, one level), a projection's config
     (e.g. ``dict(type='MLPFusion', mlp_channels=128)``, given
@@ -110,6 +139,14 @@ def build_input_proj(input_proj: Union[str, dict, None],
                 "several levels use input_proj=dict(type='MLPFusion')).")
         return DeepLabV2ASPP(in_channels, channels, dilations)
     if isinstance(input_proj, dict):
+        owned = sorted({'in_index', 'in_channels', 'channels'}
+                       & set(input_proj))
+        if owned:
+            raise ValueError(
+                f'{owner} input_proj={dict(input_proj)!r}: {", ".join(owned)} '
+                f'belong to {owner} itself, which reads the levels and hands '
+                f'them on; set {owner}\'s own {owned[0]} and leave it out of '
+                'input_proj.')
         cfg = dict(input_proj, in_channels=in_channels, channels=channels)
         return MODELS.build(cfg)
     raise ValueError(f"{owner} input_proj must be 'aspp', None or a "
@@ -121,25 +158,93 @@ def takes_levels(proj: Union[str, dict, nn.Module, None]) -> bool:
     """Whether a projection (a module, or its config) reads the list of
     backbone levels rather than one map."""
     if isinstance(proj, dict):
-        proj = proj.get('type')
-        if isinstance(proj, str):
-            proj = MODELS.get(proj)
+        kind = proj.get('type')
+        proj = MODELS.get(kind) if isinstance(kind, str) else kind
+        if proj is None:
+            raise KeyError(
+                f'input_proj type {kind!r} is not in the {MODELS.scope}::'
+                f'{MODELS.name} registry: check the name (e.g. '
+                "'MLPFusion'), or that the module defining it is imported "
+                '(custom_imports).')
     return bool(getattr(proj, 'takes_levels', False))
 
 
-def check_levels(owner: str, in_index, in_channels,
-                 input_transform=None) -> None:
-    """A projection that reads several levels takes ``in_index`` and
-    ``in_channels`` as lists of one length, and fuses them itself."""
-    if input_transform is not None:
+def check_levels(owner: str,
+                 in_index,
+                 in_channels,
+                 input_transform=None,
+                 allowed_transforms=(None, )) -> None:
+    """Build-time check of a module that reads several backbone levels
+    through its projection (which fuses them itself): ``in_index`` and
+    ``in_channels`` are lists of one length, the indices distinct integers,
+    and no ``input_transform`` but ``allowed_transforms`` (``SPNetHead``:
+    mmseg's ``'multiple_select'``, which only hands the list on)."""
+    if input_transform not in allowed_transforms:
         raise ValueError(
             f'{owner}: the input projection fuses the backbone levels '
-            f'itself; leave input_transform=None (got {input_transform!r}).')
-    if not (isinstance(in_index, (list, tuple))
-            and isinstance(in_channels, (list, tuple))
+            f'itself; leave input_transform='
+            f'{allowed_transforms[0]!r} (got {input_transform!r}).')
+    if not (isinstance(in_index,
+                       (list, tuple)) and isinstance(in_channels,
+                                                     (list, tuple))
             and len(in_index) == len(in_channels)):
         raise ValueError(
             f'{owner}: a projection over several backbone levels needs '
             'in_index and in_channels as lists of one length (one entry '
             f'per level), got in_index={in_index!r}, '
             f'in_channels={in_channels!r}.')
+    if not all(
+            isinstance(i, int) and not isinstance(i, bool)
+            for i in in_index) or len(set(in_index)) != len(in_index):
+        raise ValueError(
+            f'{owner}: in_index={list(in_index)!r} must name distinct '
+            'backbone outputs by integer index, finest level first.')
+
+
+def select_levels(inputs, in_index, in_channels, owner: str):
+    """The backbone output(s) ``in_index`` names, checked — the one rule by
+    which the SIM, ``NoisePriorNeck`` and ``SPNetHead`` read the backbone:
+
+    * every index is one of the backbone's outputs;
+    * each level has the channels ``in_channels`` says (the backbone's
+      widths, e.g. ``EfficientNetLite.out_channels``);
+    * several levels come finest first (each at most the size of the one
+      before): the first one's size is E's output size.
+
+    Args:
+        inputs (Tensor | Sequence[Tensor]): the backbone's outputs, each
+            ``[B, C_i, H_i, W_i]`` (one tensor: itself, index 0).
+        in_index (int | Sequence[int]): one level, or several.
+        in_channels (int | Sequence[int]): their widths.
+        owner (str): the module, for the messages.
+
+    Returns:
+        Tensor | list[Tensor]: one map (an int ``in_index``), or the list.
+    """
+    if not isinstance(inputs, (list, tuple)):
+        inputs = [inputs]
+    several = isinstance(in_index, (list, tuple))
+    indices = list(in_index) if several else [in_index]
+    for i in indices:
+        if not -len(inputs) <= i < len(inputs):
+            raise IndexError(
+                f'{owner} in_index={in_index!r}, but the backbone gives '
+                f'{len(inputs)} output(s) (indices 0..{len(inputs) - 1}); '
+                "set in_index, or the backbone's out_indices.")
+    levels = [inputs[i] for i in indices]
+    widths = list(in_channels) if isinstance(in_channels,
+                                             (list, tuple)) else [in_channels]
+    got = [x.shape[1] for x in levels]
+    if len(widths) == len(levels) and got != widths:
+        raise ValueError(
+            f'{owner} in_channels={in_channels!r}, but the backbone outputs '
+            f'{indices} have {got} channels: set in_channels={got!r} (or '
+            'in_index to the levels meant).')
+    sizes = [tuple(x.shape[2:]) for x in levels]
+    if any(b[0] > a[0] or b[1] > a[1] for a, b in zip(sizes, sizes[1:])):
+        raise ValueError(
+            f'{owner} in_index={in_index!r} reads levels of sizes {sizes}: '
+            'give them finest first (E\'s output takes the first level\'s '
+            'size), e.g. in_index=' +
+            repr(sorted(indices, key=lambda i: -inputs[i].shape[-1])) + '.')
+    return levels if several else levels[0]

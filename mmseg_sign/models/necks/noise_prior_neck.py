@@ -5,9 +5,10 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 from mmengine.model import BaseModule
-
 from mmseg.registry import MODELS
-from .input_projections import build_input_proj, check_levels, takes_levels
+
+from .input_projections import (build_input_proj, check_levels, select_levels,
+                                takes_levels)
 
 
 @MODELS.register_module()
@@ -50,21 +51,19 @@ class NoisePriorNeck(BaseModule):
         if input_proj is None:
             raise ValueError("NoisePriorNeck needs an input projection "
                              "(input_proj='aspp' or a projection's config).")
-        self.reads_levels = takes_levels(input_proj)
-        if self.reads_levels:
+        self.takes_levels = takes_levels(input_proj)
+        if self.takes_levels:
             check_levels('NoisePriorNeck', in_index, in_channels)
         self.in_index = in_index
+        self.in_channels = in_channels
         self.channels = channels
         self.latent_channels = latent_channels or channels
         self.input_proj = build_input_proj(input_proj, in_channels, channels,
                                            dilations, 'NoisePriorNeck')
 
     def forward(self, inputs) -> Tuple[torch.Tensor, ...]:
-        if self.reads_levels:
-            x = [inputs[i] for i in self.in_index]
-        else:
-            x = inputs[self.in_index] if isinstance(
-                inputs, (list, tuple)) else inputs
+        x = select_levels(inputs, self.in_index, self.in_channels,
+                          'NoisePriorNeck')
         feats = torch.sigmoid(self.input_proj.project(x))
         b, _, h, w = feats.shape
         mu = feats.new_zeros(b, self.latent_channels, h, w)

@@ -25,24 +25,30 @@ class ContextualReparameterization(nn.Module):
         logvar_relu (bool): pass ``logvar`` through a ReLU (so
             ``σ ≥ 1``), as the authors' code does.
         released_gates (bool): the authors' gates ``sigmoid(ReLU(conv))``
-            (so ≥ 0.5) with a bias-free conv (the released code, docs/reproduction.md); False:
+            (so ≥ 0.5) with a bias-free conv (the released code,
+            docs/reproduction.md); False:
             ``sigmoid(conv)`` with a bias.
     """
 
-    def __init__(self, channels: int, latent_channels: int,
-                 hidden: int = 256, dilations: Sequence[int] = (1, 2, 5),
-                 logvar_relu: bool = True, released_gates: bool = False):
+    def __init__(self,
+                 channels: int,
+                 latent_channels: int,
+                 hidden: int = 256,
+                 dilations: Sequence[int] = (1, 2, 5),
+                 logvar_relu: bool = True,
+                 released_gates: bool = False):
         super().__init__()
         self.contexts = nn.ModuleList()
         in_ch = channels
         for d in dilations:
-            self.contexts.append(nn.Sequential(
-                nn.Conv2d(in_ch, hidden, 3, padding=d, dilation=d),
-                nn.ReLU(inplace=True)))
+            self.contexts.append(
+                nn.Sequential(
+                    nn.Conv2d(in_ch, hidden, 3, padding=d, dilation=d),
+                    nn.ReLU(inplace=True)))
             in_ch = hidden
         n = len(dilations)
-        self.gates = nn.Conv2d(n * hidden, n, 3, padding=1,
-                               bias=not released_gates)
+        self.gates = nn.Conv2d(
+            n * hidden, n, 3, padding=1, bias=not released_gates)
         self.released_gates = released_gates
         self.fuse = nn.Sequential(
             nn.Conv2d(n * hidden, channels, 1), nn.ReLU(inplace=True))
@@ -58,8 +64,9 @@ class ContextualReparameterization(nn.Module):
             nn.init.normal_(conv.weight, std=0.01)
             nn.init.zeros_(conv.bias)
 
-    def forward(self, x: Tensor, with_logvar: bool = True
-                ) -> Tuple[Tensor, Optional[Tensor]]:
+    def forward(self,
+                x: Tensor,
+                with_logvar: bool = True) -> Tuple[Tensor, Optional[Tensor]]:
         """``(mu, logvar)``; ``logvar`` is None with ``with_logvar=False``
         (inference: ``z = mu`` needs no variance, and its 3×3 conv is a
         third of this module's cost)."""
@@ -72,8 +79,8 @@ class ContextualReparameterization(nn.Module):
         if self.released_gates:
             gates = torch.relu(gates)
         gates = torch.sigmoid(gates)  # [B, n, H, W]
-        gated = torch.cat(
-            [m * gates[:, i:i + 1] for i, m in enumerate(maps)], dim=1)
+        gated = torch.cat([m * gates[:, i:i + 1] for i, m in enumerate(maps)],
+                          dim=1)
         h = self.fuse(gated)
         if not with_logvar:
             return self.mu(h), None

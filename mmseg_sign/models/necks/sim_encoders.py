@@ -17,8 +17,7 @@ class ConvEncoder(nn.Module):
         super().__init__()
         self.body = nn.Sequential(
             nn.Conv2d(in_channels, channels, 3, padding=1),
-            nn.ReLU(inplace=True),
-            nn.Conv2d(channels, channels, 3, padding=1))
+            nn.ReLU(inplace=True), nn.Conv2d(channels, channels, 3, padding=1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.body(x)
@@ -29,8 +28,7 @@ class AttentionEncoder(nn.Module):
     growing dilation, each gated by its own pixel-wise attention map, then
     concatenated and fused by a 1×1 conv."""
 
-    def __init__(self, in_channels: int, channels: int,
-                 dilations=(1, 2, 4)):
+    def __init__(self, in_channels: int, channels: int, dilations=(1, 2, 4)):
         super().__init__()
         self.stem = nn.Sequential(
             nn.Conv2d(in_channels, channels, 3, padding=1),
@@ -63,9 +61,14 @@ class SelfAttentionEncoder(nn.Module):
     kernels on GPU, blocked flash attention on CPU).
     """
 
-    def __init__(self, in_channels: int, channels: int, num_heads: int = 8,
-                 ffn_ratio: float = 2.0, dropout: float = 0.0,
-                 pad_heads: Optional[bool] = None, key_pool: int = 1):
+    def __init__(self,
+                 in_channels: int,
+                 channels: int,
+                 num_heads: int = 8,
+                 ffn_ratio: float = 2.0,
+                 dropout: float = 0.0,
+                 pad_heads: Optional[bool] = None,
+                 key_pool: int = 1):
         super().__init__()
         if not isinstance(key_pool, int) or key_pool < 1:
             raise ValueError('SIM encoder_cfg.key_pool must be an integer '
@@ -120,8 +123,7 @@ class SelfAttentionEncoder(nn.Module):
         q = F.conv2d(h, w_q, b_q).reshape(b, *heads, height * width)
         pooled = F.avg_pool2d(h, self.key_pool, ceil_mode=True)
         kv = F.conv2d(pooled, w_kv, b_kv).reshape(b, 2, *heads, -1)
-        return [t.transpose(-1, -2).contiguous()
-                for t in (q, *kv.unbind(1))]
+        return [t.transpose(-1, -2).contiguous() for t in (q, *kv.unbind(1))]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.in_proj(x)
@@ -133,11 +135,14 @@ class SelfAttentionEncoder(nn.Module):
         # kernel, which builds the (HW)×(HW) matrix. The CPU flash kernel
         # takes any head size (padding would only add work there).
         head_dim, pad = q.shape[-1], -q.shape[-1] % 8
-        if pad and (self.pad_heads if self.pad_heads is not None else
-                    q.device.type != 'cpu'):
+        if pad and (self.pad_heads
+                    if self.pad_heads is not None else q.device.type != 'cpu'):
             q, k, v = (F.pad(t, (0, pad)) for t in (q, k, v))
         attn = F.scaled_dot_product_attention(
-            q, k, v, dropout_p=self.dropout if self.training else 0.0,
+            q,
+            k,
+            v,
+            dropout_p=self.dropout if self.training else 0.0,
             scale=head_dim**-0.5)[..., :head_dim]
         attn = attn.transpose(-1, -2).reshape(b, c, height, width)
         h = h + self.out_proj(attn)
@@ -156,13 +161,14 @@ SIM_ENCODER_OPTIONS = dict(
     conv=(),
     attention=('dilations', ),
     self_attention=('ffn_ratio', 'dropout', 'pad_heads', 'key_pool'),
-    multihead_self_attention=('ffn_ratio', 'dropout', 'pad_heads',
-                              'key_pool'))
+    multihead_self_attention=('ffn_ratio', 'dropout', 'pad_heads', 'key_pool'))
 
 
-def build_sim_encoder(arch: str, in_channels: int, channels: int,
-                      num_heads: int, encoder_cfg: Optional[dict] = None
-                      ) -> nn.Module:
+def build_sim_encoder(arch: str,
+                      in_channels: int,
+                      channels: int,
+                      num_heads: int,
+                      encoder_cfg: Optional[dict] = None) -> nn.Module:
     """The SIM's encoding module; a setting it would not use is an error.
 
     Args:

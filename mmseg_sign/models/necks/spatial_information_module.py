@@ -3,11 +3,12 @@ from typing import Optional, Sequence, Tuple
 
 import torch
 from mmengine.model import BaseModule
-
 from mmseg.models.utils import resize
 from mmseg.registry import MODELS
+
 from ..utils import PE_TYPES, positional_encoding_2d
-from .input_projections import build_input_proj, check_levels, takes_levels
+from .input_projections import (build_input_proj, check_levels, select_levels,
+                                takes_levels)
 from .reparameterization import ContextualReparameterization
 from .sim_encoders import SIM_ENCODERS, build_sim_encoder
 
@@ -98,8 +99,8 @@ class SpatialInformationModule(BaseModule):
         if input_transform not in (None, 'resize_concat'):
             raise ValueError("SIM input_transform must be None or "
                              f"'resize_concat', got {input_transform!r}.")
-        self.reads_levels = takes_levels(input_proj)
-        if self.reads_levels:
+        self.takes_levels = takes_levels(input_proj)
+        if self.takes_levels:
             check_levels('SIM', in_index, in_channels, input_transform)
         elif (input_transform is None) != isinstance(in_index, int):
             raise ValueError(
@@ -113,7 +114,8 @@ class SpatialInformationModule(BaseModule):
                 "SIM input_transform='resize_concat' needs in_channels as a "
                 'list, one per in_index level.')
         self.input_transform = input_transform
-        if isinstance(in_channels, (list, tuple)) and not self.reads_levels:
+        self.level_channels = in_channels  # each level's, as given
+        if isinstance(in_channels, (list, tuple)) and not self.takes_levels:
             in_channels = sum(in_channels)
         if arch not in SIM_ENCODERS:
             raise ValueError(f'SIM arch must be one of {list(SIM_ENCODERS)}'
@@ -144,9 +146,11 @@ class SpatialInformationModule(BaseModule):
                 f'SIM latent_channels ({latent_channels}) must equal '
                 f'channels ({channels}): z gates the features channel-wise '
                 "(F_x = sigmoid(h' + h'*sigmoid(z))).")
-        self.reparam = ContextualReparameterization(
-            channels, latent_channels, latent_hidden, latent_dilations,
-            logvar_relu, released_gates)
+        self.reparam = ContextualReparameterization(channels, latent_channels,
+                                                    latent_hidden,
+                                                    latent_dilations,
+                                                    logvar_relu,
+                                                    released_gates)
         self.z_modulation = z_modulation
 
     def _select_inputs(self, inputs) -> torch.Tensor:
@@ -155,34 +159,36 @@ class SpatialInformationModule(BaseModule):
         concatenated, like mmseg's heads' ``'resize_concat'``."""
         if not isinstance(inputs, (list, tuple)):
             return inputs
-        indices = [self.in_index] if isinstance(self.in_index, int) \
-            else list(self.in_index)
-        for i in indices:
-            if not -len(inputs) <= i < len(inputs):
-                raise IndexError(
-                    f'SIM in_index={self.in_index!r}, but the backbone '
-                    f'gives {len(inputs)} output(s) (indices 0..'
-                    f'{len(inputs) - 1}); set neck.in_index, or the '
-                    "backbone's out_indices.")
-        if self.reads_levels:  # the projection fuses them
-            return [inputs[i] for i in indices]
-        if self.input_transform is None:
-            return inputs[self.in_index]
-        levels = [inputs[i] for i in indices]
-        return torch.cat([levels[0]] + [
-            resize(x, size=levels[0].shape[2:], mode='bilinear',
-                   align_corners=False) for x in levels[1:]], dim=1)
+        levels = select_levels(inputs, self.in_index, self.level_channels,
+                               'SIM')
+        if self.takes_levels or self.input_transform is None:
+            return levels  # the projection fuses several itself
+        return torch.cat(
+            [levels[0]] + [
+                resize(
+                    x,
+                    size=levels[0].shape[2:],
+                    mode='bilinear',
+                    align_corners=False) for x in levels[1:]
+            ],
+            dim=1)
 
     def positional_encoding(self, x: torch.Tensor) -> torch.Tensor:
         """``[B, pe_channels, H, W]`` for feature map ``x``."""
         b, _, h, w = x.shape
-        pe = positional_encoding_2d(h, w, self.pe_channels, self.pe_type,
-                                    self.pe_scale, self.train_size,
-                                    device=x.device)
+        pe = positional_encoding_2d(
+            h,
+            w,
+            self.pe_channels,
+            self.pe_type,
+            self.pe_scale,
+            self.train_size,
+            device=x.device)
         return pe.to(x.dtype)[None].expand(b, -1, -1, -1)
 
-    def forward(self, inputs, features_only: bool = False
-                ) -> Tuple[torch.Tensor, ...]:
+    def forward(self,
+                inputs,
+                features_only: bool = False) -> Tuple[torch.Tensor, ...]:
         """``(F_x, mu, logvar, z)``; with ``features_only=True`` in eval
         mode ``(F_x, )`` alone (the inference path: backbone → SIM → C;
         ``logvar`` is not computed, ``z = mu``)."""

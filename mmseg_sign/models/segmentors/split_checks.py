@@ -68,8 +68,7 @@ class SplitChecksMixin:
         unseen = head.unseen_mask.nonzero().flatten()
         if not len(unseen):
             return
-        labels = torch.cat([s.gt_sem_seg.data.flatten()
-                            for s in data_samples])
+        labels = torch.cat([s.gt_sem_seg.data.flatten() for s in data_samples])
         labels = labels[(labels >= 0) & (labels < head.num_classes)]
         counts = torch.bincount(labels, minlength=head.num_classes)
         found = counts[unseen] > 0

@@ -10,10 +10,10 @@ import torch
 import torch.nn.functional as F
 from mmengine.logging import print_log
 from mmengine.optim import OptimWrapper, OptimWrapperDict
-
 from mmseg.models.segmentors import EncoderDecoder
 from mmseg.models.utils import resize
 from mmseg.registry import MODELS
+
 from ...engine.optim_wrappers.gradient_sync import update_params
 from ...engine.optim_wrappers.nan_guard import check_finite_update
 from ...structures.stage_plan import (STAGE_OPTIONS, stage_optim_wrappers,
@@ -139,22 +139,24 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
                 'square of the image area (a 2048×2048 image takes ~40 s '
                 "on a CPU core). For large images set model.test_cfg=dict("
                 "mode='slide', crop_size=(512, 512), stride=(341, 341)).",
-                logger='current', level=logging.WARNING)
+                logger='current',
+                level=logging.WARNING)
         return super().predict(inputs, data_samples)
 
     def encode_decode(self, inputs: torch.Tensor,
                       batch_img_metas: list) -> torch.Tensor:
         """mmseg's inference path (``whole`` / ``slide``): C(SIM(E(x)))."""
-        return self.decode_head.predict(self.extract_inference_feat(inputs),
-                                        batch_img_metas, self.test_cfg)
+        return self.decode_head.predict(
+            self.extract_inference_feat(inputs), batch_img_metas,
+            self.test_cfg)
 
     def _forward(self, inputs: torch.Tensor, data_samples=None):
         """``mode='tensor'``: C's logits ``[B, K, h, w]``."""
         return self.decode_head.forward(self.extract_inference_feat(inputs))
 
     # ---------------------------------------------------------------- steps
-    def train_step(self, data, optim_wrapper: OptimWrapperDict
-                   ) -> Dict[str, torch.Tensor]:
+    def train_step(self, data,
+                   optim_wrapper: OptimWrapperDict) -> Dict[str, torch.Tensor]:
         if not isinstance(optim_wrapper, OptimWrapperDict):
             raise TypeError(
                 'ZeroShotEncoderDecoder trains with several optimizers: set '
@@ -210,13 +212,22 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         (DeepLab-v2 multi-scale training; scale 1 is the main pass)."""
         scales = (self.train_cfg or {}).get('ce_scales', (1.0, ))
         return [
-            self.decode_head.forward(self.extract_feat(
-                resize(inputs, scale_factor=s, mode='bilinear',
-                       align_corners=False))) for s in scales if s != 1.0
+            self.decode_head.forward(
+                self.extract_feat(
+                    resize(
+                        inputs,
+                        scale_factor=s,
+                        mode='bilinear',
+                        align_corners=False))) for s in scales if s != 1.0
         ]
 
-    def _adversarial_step(self, feats, data_samples, gen_ow, dis_ow,
-                          real_key: str, real_weight: float,
+    def _adversarial_step(self,
+                          feats,
+                          data_samples,
+                          gen_ow,
+                          dis_ow,
+                          real_key: str,
+                          real_weight: float,
                           fake_weight: float = 0.0,
                           weights: Optional[torch.Tensor] = None):
         """G (β·MMD + adversarial, eq. 5-7) then D (adversarial, eq. 6)
@@ -250,10 +261,12 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         """``{role: wrapper}`` of the current stage (the plan's
         :func:`~mmseg_sign.structures.stage_optim_wrappers`)."""
         roles = stage_optim_wrappers(dict(self.stage_cfg, name=self.stage))
-        return dict(zip(roles, self._require(optim_wrapper,
-                                             *roles.values())))
+        return dict(zip(roles, self._require(optim_wrapper, *roles.values())))
 
-    def _train_step(self, inputs, data_samples, optim_wrapper,
+    def _train_step(self,
+                    inputs,
+                    data_samples,
+                    optim_wrapper,
                     weights: Optional[torch.Tensor] = None):
         """Eq. 4 (E, SIM [, C]) and eq. 7 (G, D [+ C]), optimised jointly.
 
@@ -263,22 +276,30 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         resolution) weigh C's cross-entropy terms per pixel (AST, eq. 16).
         """
         wrappers = self._stage_wrappers(optim_wrapper)
-        seg_ow, gen_ow, dis_ow = (wrappers[k] for k in (
-            'segmentor', 'generator', 'discriminator'))
+        seg_ow, gen_ow, dis_ow = (
+            wrappers[k] for k in ('segmentor', 'generator', 'discriminator'))
         head = self.decode_head
 
         def segmentation_losses():
             feats = self.extract_feat(inputs)
             return feats, head.loss_segmentation(
-                feats, data_samples, self._extra_scale_logits(inputs),
+                feats,
+                data_samples,
+                self._extra_scale_logits(inputs),
                 weights=weights)
 
         feats, losses = self._losses_for(seg_ow, segmentation_losses)
         log_vars = self._update(seg_ow, losses)
         shared = head.classifier == 'shared_trunk'
-        log_vars.update(self._adversarial_step(
-            feats, data_samples, gen_ow, dis_ow, 'loss_ce_d',
-            head.loss_ce_d_weight if shared else 0.0, weights=weights))
+        log_vars.update(
+            self._adversarial_step(
+                feats,
+                data_samples,
+                gen_ow,
+                dis_ow,
+                'loss_ce_d',
+                head.loss_ce_d_weight if shared else 0.0,
+                weights=weights))
         return log_vars
 
     @property
@@ -335,9 +356,9 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
             self.neck.eval()
             with torch.no_grad(), transfer_ow.optim_context(self):
                 feats = self.extract_feat(inputs)
-            losses = self._losses_for(
-                transfer_ow, head.loss_transfer, feats, data_samples,
-                opts['real_weight'], opts['synth_weight'], opts['latent'])
+            losses = self._losses_for(transfer_ow, head.loss_transfer, feats,
+                                      data_samples, opts['real_weight'],
+                                      opts['synth_weight'], opts['latent'])
             return self._update(transfer_ow, losses)
         wrappers = self._stage_wrappers(optim_wrapper)
         transfer_ow, gen_ow = wrappers['classifier'], wrappers['generator']
@@ -345,9 +366,10 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
             # the SIM stays in train mode: samples z (autocast as C's update)
             with torch.no_grad(), transfer_ow.optim_context(self):
                 feats = self.extract_feat(inputs)
-            return self._adversarial_step(
-                feats, data_samples, gen_ow, transfer_ow, 'loss_ce',
-                opts['real_weight'], opts['fake_weight'])
+            return self._adversarial_step(feats, data_samples, gen_ow,
+                                          transfer_ow, 'loss_ce',
+                                          opts['real_weight'],
+                                          opts['fake_weight'])
         if opts['latent'] == 'posterior':
             # the SIM (train mode) samples z of the batch's real pixels
             with torch.no_grad(), transfer_ow.optim_context(self):
@@ -355,9 +377,10 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
             pixels = latent.shape[0]
         else:
             latent, pixels = None, self._feature_pixels(inputs)
-        losses = self._losses_for(transfer_ow, lambda: dict(
-            loss_ce_synth=head.loss_synthetic(pixels, inputs,
-                                              opts['synth_weight'], latent)))
+        losses = self._losses_for(
+            transfer_ow, lambda: dict(
+                loss_ce_synth=head.loss_synthetic(pixels, inputs, opts[
+                    'synth_weight'], latent)))
         return self._update(transfer_ow, losses)
 
     def _self_train_step(self, inputs, data_samples, optim_wrapper):
@@ -387,7 +410,9 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
             t_logits = self.teacher.decode_head(
                 self.teacher.extract_inference_feat(inputs))
             t_logits = F.interpolate(
-                t_logits, size=inputs.shape[-2:], mode='bilinear',
+                t_logits,
+                size=inputs.shape[-2:],
+                mode='bilinear',
                 align_corners=head.align_corners)
             targets, weights, stats = head.pseudo_labels(
                 t_logits, data_samples, cfg['mode'], cfg['temperature'],
@@ -400,14 +425,16 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
             if cfg['synth_weight']:
                 dis_ow = self._stage_wrappers(optim_wrapper)['discriminator']
                 pixels = self._feature_pixels(inputs)
-                losses = self._losses_for(dis_ow, lambda: dict(
-                    loss_ce_synth=head.loss_synthetic(
-                        pixels, inputs, cfg['synth_weight'])))
+                losses = self._losses_for(
+                    dis_ow, lambda: dict(
+                        loss_ce_synth=head.loss_synthetic(
+                            pixels, inputs, cfg['synth_weight'])))
                 log_vars.update(self._update(dis_ow, losses))
         else:
-            losses = self._losses_for(st_ow, lambda: head.loss_self_train(
-                self.extract_feat(inputs), targets, weights,
-                cfg['synth_weight']))
+            losses = self._losses_for(
+                st_ow, lambda: head.loss_self_train(
+                    self.extract_feat(inputs), targets, weights, cfg[
+                        'synth_weight']))
             log_vars = self._update(st_ow, losses)
         log_vars.update(stats)
         return log_vars

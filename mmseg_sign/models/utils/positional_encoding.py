@@ -18,8 +18,8 @@ def sinusoid_1d(positions: torch.Tensor, d_model: int) -> torch.Tensor:
     Returns:
         Tensor: ``[d_model, L]``.
     """
-    d = torch.arange(d_model // 2, dtype=torch.float64,
-                     device=positions.device)
+    d = torch.arange(
+        d_model // 2, dtype=torch.float64, device=positions.device)
     freq = 10000.0**(-2 * d / d_model)  # [d_model / 2]
     angle = freq[:, None] * positions.double()[None, :]
     pe = torch.stack([angle.sin(), angle.cos()], dim=1)  # [d/2, 2, L]
@@ -58,10 +58,12 @@ def positional_encoding_2d(height: int,
         if train_size is None:
             raise ValueError("pe_type='absolute_interp' needs `train_size` "
                              '(the feature-map size seen in training).')
-        table = positional_encoding_2d(*train_size, channels, 'absolute',
-                                       device=device)
+        table = positional_encoding_2d(
+            *train_size, channels, 'absolute', device=device)
         return F.interpolate(
-            table[None], size=(height, width), mode='bilinear',
+            table[None],
+            size=(height, width),
+            mode='bilinear',
             align_corners=False)[0]
     d_model = channels // 2
     u = torch.arange(width, dtype=torch.float64, device=device)

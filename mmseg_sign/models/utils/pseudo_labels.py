@@ -31,17 +31,17 @@ def top_p_mask(confidence: Tensor, labels: Tensor, top_p: float) -> Tensor:
     return keep
 
 
-def pseudo_label_image(probs: Tensor,
-                       label: Tensor,
-                       unseen_ids: Tensor,
-                       valid: Optional[Tensor] = None,
-                       mode: str = 'AST',
-                       temperature: float = 2.0,
-                       top_p: float = 75.0,
-                       ignore_index: int = 255,
-                       top_k: int = 1,
-                       candidates: str = 'ignored') -> Tuple[Tensor, Tensor,
-                                                             Tensor]:
+def pseudo_label_image(
+        probs: Tensor,
+        label: Tensor,
+        unseen_ids: Tensor,
+        valid: Optional[Tensor] = None,
+        mode: str = 'AST',
+        temperature: float = 2.0,
+        top_p: float = 75.0,
+        ignore_index: int = 255,
+        top_k: int = 1,
+        candidates: str = 'ignored') -> Tuple[Tensor, Tensor, Tensor]:
     """Targets and weights of one image for self-training.
 
     Pixels labelled with a (seen) class keep their label with weight 1.
