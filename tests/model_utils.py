@@ -141,3 +141,83 @@ def batch():
 
 def changed(before, after):
     return {k for k in before if not torch.equal(before[k], after[k])}
+
+
+def toy_batch(n=2, size=64, num_classes=10):
+    from mmengine.structures import PixelData
+    from mmseg.structures import SegDataSample
+    g = torch.Generator().manual_seed(0)
+    inputs, samples = [], []
+    for _ in range(n):
+        inputs.append(
+            torch.randint(
+                0, 255, (3, size, size), generator=g, dtype=torch.uint8))
+        # the last class is the unseen one (run_every_stage): never labelled
+        label = torch.randint(0, num_classes - 1, (1, size, size), generator=g)
+        sample = SegDataSample(gt_sem_seg=PixelData(data=label))
+        sample.set_metainfo(
+            dict(img_shape=(size, size), ori_shape=(size, size)))
+        samples.append(sample)
+    return dict(inputs=inputs, data_samples=samples)
+
+
+def run_every_stage(cfg, emb_path, size=64, num_classes=10):
+    """One step of each stage of the config's plan with its own options
+    (both blocks of an alternating transfer), then inference."""
+    from mmseg_sign.structures.stage_plan import stage_options
+    cfg.model.decode_head.class_embeddings = emb_path
+    cfg.model.pretrained = None
+    cfg.model.data_preprocessor['size'] = (size, size)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    model.decode_head.set_class_split([num_classes - 1])
+    optim_cfg = dict(cfg.optim_wrapper)
+    ow = OPTIM_WRAPPER_CONSTRUCTORS.build(
+        dict(type=optim_cfg.pop('constructor'), optim_wrapper_cfg=optim_cfg))(
+            model)
+    model.train()
+    stages = [
+        stage_options(i, s) for i, s in enumerate(cfg.train_cfg['stages'])
+    ]
+    for stage in stages:
+        opts = {k: v for k, v in stage.items() if k not in ('name', 'iters')}
+        model.set_stage(stage['name'], **opts)
+        blocks = [0, opts['block_iters']] if opts.get('mode') == \
+            'alternate' else [0]
+        for stage_iter in blocks:
+            model.stage_iter = stage_iter
+            log_vars = model.train_step(
+                toy_batch(size=size, num_classes=num_classes), ow)
+            assert all(torch.isfinite(v) for v in log_vars.values()), stage
+    model.eval()
+    out = model.test_step(toy_batch(1, size, num_classes))
+    assert out[0].pred_sem_seg.data.shape == (1, size, size)
+    return model
+
+
+def build_head(path, **kwargs):
+    cfg = dict(
+        type='SIGNHead',
+        in_channels=8,
+        channels=8,
+        num_classes=5,
+        class_embeddings=path,
+        latent_channels=4,
+        generator_hidden=(16, ),
+        generator_dropout=0.1,
+        discriminator_hidden=(16, ),
+        trunk_channels=16,
+        unseen_classes=['c3', 'c4'],
+        mmd_max_pixels=10)
+    cfg.update(kwargs)
+    return MODELS.build(cfg)
+
+
+def samples(labels):
+    out = []
+    for label in labels:
+        s = SegDataSample()
+        s.gt_sem_seg = PixelData(data=label[None])
+        s.set_metainfo(dict(img_shape=label.shape, pad_shape=label.shape))
+        out.append(s)
+    return out

@@ -83,6 +83,10 @@ def parse_args(argv=None):
         'from subwords')
     parser.add_argument(
         '--out', required=True, metavar='OUT.npz', help='output file')
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the output file if it exists')
     return parser.parse_args(argv)
 
 
@@ -96,7 +100,9 @@ def main(argv=None):
                    for s in sources}, 'class list': args.classes,
                 'synonyms file': args.synonyms,
                 'CLIP templates file': args.clip_templates
-            }, 'classes.npz')
+            },
+            'classes.npz',
+            force=args.force)
     except ValueError as err:
         sys.exit(f'error: {err}')
     try:

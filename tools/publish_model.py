@@ -49,6 +49,10 @@ def parse_args(argv=None):
         '--no-hash',
         action='store_true',
         help='write OUT as given, without the -<sha256[:8]> suffix')
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the output file if it exists')
     return parser.parse_args(argv)
 
 
@@ -56,7 +60,8 @@ def main(argv=None):
     args = parse_args(argv)
     register_checkpoint_safe_globals()  # what mmengine checkpoints hold
     try:
-        process_checkpoint(args.in_file, args.out_file, not args.no_hash)
+        process_checkpoint(args.in_file, args.out_file, not args.no_hash,
+                           args.force)
     except (FileNotFoundError, UnsafeCheckpointError,
             UnreadableCheckpointError, ValueError) as err:
         sys.exit(f'tools/publish_model.py: error: {err}')

@@ -193,6 +193,10 @@ def main():
         metavar='PNG',
         help="each config's final predictions on the first "
         'test images (first data seed and seed)')
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the output file if it exists')
     args = parser.parse_args()
     try:
         for name in ('seeds', 'data_seeds'):
@@ -277,7 +281,9 @@ def main():
                     out, {
                         **{f'config {c}': c
                            for c in args.configs}, 'results file': path
-                    }, example)
+                    },
+                    example,
+                    force=args.force)
                 # nor into the folders the runs read or create: the toy
                 # data they train on and the runs' own folders
                 check_output_dir(

@@ -11,7 +11,7 @@
 # --allow-split-change` (trained with every class seen, scored on the
 # zero-shot split).
 _base_ = [
-    '../_base_/models/lite0_segformer-head.py',
+    '../_base_/models/segformer_lite0.py',
     '../_base_/datasets/camvid_zs_480x360.py',
     'mmseg::_base_/default_runtime.py',
     '../_base_/schedules/spnet_46k.py',

@@ -74,15 +74,17 @@ def _size(path: str) -> str:
     return f'{os.path.getsize(path) / 2**20:.2f} MiB'
 
 
-def _check_output(in_file: str, out_file: str) -> None:
-    """OUT must not be the input nor a directory."""
+def _check_output(in_file: str, out_file: str, force: bool) -> None:
+    """OUT must not be the input nor a directory, nor exist unless
+    ``force``."""
     check_output_file(out_file, {'input checkpoint': in_file},
-                      'checkpoints/NAME.pth')
+                      'checkpoints/NAME.pth', force)
 
 
 def process_checkpoint(in_file: str,
                        out_file: str,
-                       add_hash: bool = True) -> str:
+                       add_hash: bool = True,
+                       force: bool = False) -> str:
     """Write the published checkpoint; return its final path.
 
     Raises ``FileNotFoundError``, ``UnsafeCheckpointError``,
@@ -95,8 +97,10 @@ def process_checkpoint(in_file: str,
         out_file (str): the published file (``-<sha256[:8]>`` added before
             the extension when ``add_hash``).
         add_hash (bool): add the hash to the name.
+        force (bool): replace an existing output file.
     """
-    _check_output(in_file, out_file)
+    # with the hash, OUT itself is not written: the final name is checked
+    _check_output(in_file, out_file, force or add_hash)
     checkpoint = load_checkpoint_file(in_file, map_location='cpu')
     try:
         published = strip_checkpoint(checkpoint)
@@ -109,7 +113,7 @@ def process_checkpoint(in_file: str,
     if add_hash:
         stem = out_file[:-4] if out_file.endswith('.pth') else out_file
         final_file = f'{stem}-{sha256(data).hexdigest()[:8]}.pth'
-        _check_output(in_file, final_file)
+        _check_output(in_file, final_file, force)
 
     def write(tmp):
         with open(tmp, 'wb') as f:

@@ -1,8 +1,9 @@
 """CamVid (the SegNet tutorial's, converted), 7 seen / 3 unseen classes."""
 import copy
-from typing import Optional
+from typing import Optional, Sequence
 
 from mmseg.registry import DATASETS
+from PIL import Image
 
 from .class_names import CAMVID_CLASSES, CAMVID_HELD_OUT, CAMVID_UNSEEN
 from .zero_shot import ZeroShotSegDataset
@@ -36,9 +37,38 @@ class ZeroShotCamVidDataset(ZeroShotSegDataset):
                   'tools/dataset_converters/camvid.py SRC data/camvid` '
                   '(docs/camvid.md).')
 
-    def __init__(self, img_suffix='.png', seg_map_suffix='.png', **kwargs):
+    def __init__(self,
+                 img_suffix='.png',
+                 seg_map_suffix='.png',
+                 photo_size: Optional[Sequence[int]] = None,
+                 **kwargs):
+        # (W, H) the config's pipeline is made for (its img_scale): the
+        # conversion data_root must hold (checked when the list is loaded)
+        self.photo_size = tuple(photo_size) if photo_size else None
         super().__init__(
             img_suffix=img_suffix, seg_map_suffix=seg_map_suffix, **kwargs)
+
+    def full_init(self) -> None:
+        """mmengine's, then: the photographs are the size the config is
+        for (``photo_size``). Another conversion of CamVid under
+        ``data_root`` (e.g. the 180×135 one for the 480×360 config) would
+        train resized photographs and score at another resolution, without
+        a word."""
+        super().full_init()
+        if not self.photo_size or not len(self):
+            return
+        path = self.get_data_info(0)['img_path']
+        with Image.open(path) as image:
+            size = image.size
+        if tuple(size) != self.photo_size:
+            want = '×'.join(map(str, self.photo_size))
+            raise ValueError(
+                f'ZeroShotCamVidDataset: {self.data_root} holds {size[0]}×'
+                f'{size[1]} photographs ({path}), but this config is made '
+                f'for {want} (its img_scale): point data_root at the '
+                f'{want} conversion (tools/dataset_converters/camvid.py '
+                '--scale), or set img_scale, crop_size and the datasets\' '
+                'photo_size for these photographs.')
 
     @classmethod
     def _load_metainfo(cls, metainfo: Optional[dict] = None) -> dict:

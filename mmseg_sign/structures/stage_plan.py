@@ -192,6 +192,15 @@ def stage_options(index: int, stage: dict) -> dict:
         _check_int(where, 'block_iters', out['block_iters'])
         for key in ('real_weight', 'fake_weight', 'synth_weight'):
             _check_number(where, key, out[key])
+        weights = ('real_weight', 'synth_weight') if out['mode'] == \
+            'classifier' else ('real_weight', 'fake_weight', 'synth_weight')
+        if not any(out[key] for key in weights):
+            raise ValueError(
+                f'{where}: {", ".join(weights)} are all 0, so the classifier '
+                'learns from nothing in this stage (synth_weight > 0 is how '
+                'it learns the unseen classes): give one of them a weight, '
+                f'e.g. --cfg-options train_cfg.stages.{index}.synth_weight='
+                f'{STAGE_OPTIONS["transfer"]["synth_weight"]}.')
     elif name == 'self_train':
         if out['mode'] not in ST_MODES:
             raise ValueError(f'{where}: mode must be one of {ST_MODES}, '

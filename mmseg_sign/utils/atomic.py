@@ -102,20 +102,25 @@ def inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def check_output_file(out: str, inputs: Mapping[str, Optional[str]],
-                      example: str) -> None:
+def check_output_file(out: str,
+                      inputs: Mapping[str, Optional[str]],
+                      example: str,
+                      force: bool = False) -> None:
     """Refuse an output file that is one of the command's inputs (writing
-    it would replace that file), lies inside an input folder, or is a
-    directory, before any work is done.
+    it would replace that file), lies inside an input folder, is a
+    directory, or exists (unless ``force``: every tool's ``--force``),
+    before any work is done.
 
     Args:
         out (str): the file the command will write.
         inputs (Mapping[str, str | None]): ``{what: path}`` of its inputs,
             e.g. ``{'checkpoint': ..., 'config': ...}``.
         example (str): a good output name for the message.
+        force (bool): an existing output file may be replaced (never an
+            input).
 
     Raises:
-        ValueError: naming the input and the fix.
+        ValueError: naming the input, or the existing file, and the fix.
     """
     for what, path in inputs.items():
         if path and same_file(out, path):
@@ -130,6 +135,11 @@ def check_output_file(out: str, inputs: Mapping[str, Optional[str]],
     if osp.isdir(out):
         raise ValueError(f'the output {out} is a directory; give a file '
                          f'name, e.g. {example}.')
+    if not force and osp.lexists(out):
+        raise ValueError(
+            f'the output {out} exists; writing it would replace that file. '
+            f'Give another name (e.g. {example}), or --force to replace '
+            'it.')
     check_writable(out)
 
 

@@ -327,8 +327,13 @@ def check_last_checkpoint(work_dir: str) -> None:
     Args:
         work_dir (str): the run's work dir.
 
+    A ``last_checkpoint`` that names a file outside the work dir (the
+    absolute path mmengine wrote, in a copied or moved work dir) is
+    pointed at the work dir's own file of that name, and the log says so.
+
     Raises:
-        ValueError: ``last_checkpoint`` is empty or names a missing file.
+        ValueError: ``last_checkpoint`` is empty, names a missing file, or
+            names a file outside the work dir that the work dir lacks.
     """
     path = osp.join(work_dir, 'last_checkpoint')
     if not osp.isfile(path):
@@ -341,6 +346,29 @@ def check_last_checkpoint(work_dir: str) -> None:
         return
     with open(path) as f:
         named = f.read().strip()
+    if named and not osp.realpath(named).startswith(
+            osp.realpath(work_dir) + os.sep):
+        # a copied or moved work dir: mmengine writes an absolute path, so
+        # the copy's last_checkpoint names the original run's file
+        own = osp.join(work_dir, osp.basename(named))
+        if not osp.isfile(own):
+            raise ValueError(
+                f'--resume: {path} names {named}, outside this work dir '
+                '(a copied or moved work dir), and the work dir holds no '
+                f'{osp.basename(named)}: resuming it would continue '
+                'another run\'s checkpoint and write this one\'s over. '
+                'Resume a checkpoint of this work dir by name (--resume '
+                '--cfg-options load_from=WORK_DIR/iter_N.pth), or train '
+                'without --resume.')
+        with open(path, 'w') as f:
+            f.write(own)
+        print_log(
+            f'--resume: {path} named {named}, outside this work dir (a '
+            f'copied or moved work dir); it now names this work dir\'s '
+            f'own {own}, which the run resumes.',
+            logger='current',
+            level=logging.WARNING)
+        named = own
     if not named or not osp.isfile(named):
         found = sorted((n for n in os.listdir(work_dir) if n.endswith('.pth')),
                        key=lambda n: [int(d) for d in re.findall(r'\d+', n)])

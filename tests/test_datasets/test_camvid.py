@@ -234,6 +234,14 @@ def test_converter_guards_issue_49(small_camvid, tmp_path):
     refused(small_last, 'is 480x60: at --scale 0.375 180x22',
             'below 32 pixels a side', '--scale >= 0.533')
 
+    def empty_test_list(src):
+        (src / 'test.txt').write_text('\n')
+
+    # an empty test.txt is not an absent test split
+    refused(
+        empty_test_list, 'test.txt lists no photographs: the test split '
+        'would be left out', 'remove test.txt if the source has no test')
+
 
 @needs_camvid
 def test_converter_cuts_train_into_fit_and_held_out(tmp_path):
@@ -255,6 +263,24 @@ def test_converter_cuts_train_into_fit_and_held_out(tmp_path):
     assert set(held) == {f'0016E5_{n:05d}' for n in range(4350, 5941, 30)}
     assert not any(
         n.startswith('0016E5_0') and 4350 <= int(n[7:]) <= 5940 for n in fit)
+
+
+@needs_camvid
+def test_the_photographs_are_the_size_the_config_is_for(converted):
+    """The 480×360 config's datasets on the 180×135 conversion: refused
+    when the list is loaded, naming both sizes; the matching size, or no
+    photo_size (a dataset built by hand), loads."""
+    kwargs = dict(
+        data_root=str(converted),
+        data_prefix=dict(img_path='img_dir/val', seg_map_path='ann_dir/val'),
+        pipeline=[])
+    with pytest.raises(
+            ValueError,
+            match=r'holds 180×135 photographs .* made for 480×360 \(its '
+            r'img_scale\): point data_root at the 480×360 conversion'):
+        ZeroShotCamVidDataset(photo_size=(480, 360), **kwargs)
+    assert len(ZeroShotCamVidDataset(photo_size=(180, 135), **kwargs)) == 3
+    assert len(ZeroShotCamVidDataset(**kwargs)) == 3
 
 
 @needs_camvid
@@ -448,7 +474,8 @@ def test_class_weights_tool_counts_the_training_labels(converted, small_camvid,
     cfg = write_config(
         tmp_path / 'cfg.py',
         'configs/baselines/supervised_lite0_camvid-480x360.py',
-        f'train_dataloader = dict(dataset=dict(data_root={str(converted)!r}))')
+        'train_dataloader = dict(dataset=dict('
+        f'data_root={str(converted)!r}, photo_size=(180, 135)))')
     got = tool.main([cfg])
     counts = np.zeros(12, np.int64)
     for path in sorted((converted / 'ann_dir/train').iterdir()):

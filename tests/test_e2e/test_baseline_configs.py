@@ -9,7 +9,7 @@ import torch
 from e2e_utils import REPO, last_metrics, run_tool, toy_workspace, write_config
 from mmengine.config import Config
 from mmseg.registry import MODELS
-from test_configs import run_every_stage
+from model_utils import run_every_stage
 
 DATASETS = ('voc', 'context', 'cocostuff')
 METHODS = ('spnet', 'zs3net', 'zs3net_st', 'cagnet', 'cagnet_st')

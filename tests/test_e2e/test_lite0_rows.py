@@ -9,7 +9,7 @@ import torch
 from e2e_utils import REPO
 from mmengine.config import Config
 from mmseg.registry import MODELS, OPTIM_WRAPPER_CONSTRUCTORS
-from test_configs import run_every_stage, toy_batch
+from model_utils import run_every_stage, toy_batch
 
 CEILING = 'baselines/supervised_lite0_camvid-480x360.py'
 ROWS = {  # config → (neck, head, plan: stage modes)

@@ -1,6 +1,7 @@
-"""docs/robustness.md lists every bad-input case of the two case tables
-(``test_bad_inputs.py``, ``test_bad_inputs_run.py``) with what it must
-give. Regenerate the tables after adding a case::
+"""docs/robustness.md lists every bad-input case of the case tables
+(``test_bad_inputs.py`` and the run tables ``test_bad_inputs_*.py``, one
+per surface) with what it must give. Regenerate the tables after adding a
+case::
 
     python tests/test_e2e/test_robustness_doc.py
 """
@@ -12,14 +13,17 @@ HERE = osp.dirname(osp.abspath(__file__))
 DOC = osp.join(HERE, '..', '..', 'docs', 'robustness.md')
 BEGIN, END = '<!-- cases: begin -->', '<!-- cases: end -->'
 
+#: the case tables, each a module of this folder with a ``CASES`` list
+TABLES = ('test_bad_inputs', 'test_bad_inputs_checkpoints',
+          'test_bad_inputs_plans', 'test_bad_inputs_records',
+          'test_bad_inputs_statistics', 'test_bad_inputs_data')
+
 
 def _cases():
     sys.path[:0] = [HERE, osp.dirname(HERE)]
-    import test_bad_inputs
-    import test_bad_inputs_run
-    return [('test_bad_inputs.py', c) for c in test_bad_inputs.CASES] + [
-        ('test_bad_inputs_run.py', c) for c in test_bad_inputs_run.CASES
-    ]
+    import importlib
+    return [(f'{name}.py', c) for name in TABLES
+            for c in importlib.import_module(name).CASES]
 
 
 def _plain(regex: str) -> str:
@@ -42,6 +46,19 @@ def table() -> str:
         lines.append(f'| `{case.name}` | {case.does.replace("|", "/")} | '
                      f'{happens} | `tests/test_e2e/{module}` |')
     return '\n'.join(lines)
+
+
+def test_every_table_is_listed_and_every_case_named_once():
+    """Every ``test_bad_inputs*.py`` module is one of TABLES; a case name
+    is unique over all of them, and every case says what the user does."""
+    import glob
+    found = sorted(
+        osp.basename(p)[:-3]
+        for p in glob.glob(osp.join(HERE, 'test_bad_inputs*.py')))
+    assert found == sorted(TABLES)
+    names = [c.name for _, c in _cases()]
+    assert len(names) == len(set(names))
+    assert all(c.does for _, c in _cases())
 
 
 def test_every_case_is_in_the_doc():

@@ -78,3 +78,26 @@ def test_the_config_text_is_formatted_once_per_content(tmp_path, monkeypatch):
     runner = _runner(path, tmp_path / 'wd')
     assert type(runner.cfg) is OnceFormattedConfig
     assert (tmp_path / 'wd' / 'sign_toy.py').read_text() == expected
+
+
+def test_runs_started_in_the_same_second_keep_their_own_log_folders(
+        tmp_path, monkeypatch):
+    """Two Runners on one work dir in the same second (mmengine's clock
+    held): each gets a log folder of its own (TIMESTAMP, TIMESTAMP_1), so
+    neither's metrics json or config replaces the other's."""
+    import time
+
+    from mmseg_sign.engine.runner.config_guard_runner import claim_log_dir
+    cfg = tmp_path / 'cfg.py'
+    cfg.write_text('value = 1\n')
+    monkeypatch.setattr(time, 'time', lambda: 1764350000.0)
+    first = _runner(cfg, tmp_path / 'wd')
+    second = _runner(cfg, tmp_path / 'wd')
+    assert first.log_dir != second.log_dir
+    assert second.log_dir == first.log_dir + '_1'
+    assert first.timestamp + '_1' == second.timestamp
+    # by hand: the next free name, and a folder is made for it
+    (tmp_path / 'w2').mkdir()
+    assert claim_log_dir(str(tmp_path / 'w2'), 'T') == 'T'
+    assert claim_log_dir(str(tmp_path / 'w2'), 'T') == 'T_1'
+    assert sorted(p.name for p in (tmp_path / 'w2').iterdir()) == ['T', 'T_1']

@@ -300,7 +300,7 @@ def test_frozen_stages_and_norm_eval():
 
 @pytest.mark.parametrize('kwargs,message', [
     (dict(arch='lite9'), "arch='lite9' is not one of"),
-    (dict(strides=(1, 2)), 'one value per block group'),
+    (dict(strides=(1, 2)), 'one integer per block group'),
     (dict(out_indices=(8, )), 'groups in 0-7'),
     (dict(out_indices=()), 'non-empty list'),
     (dict(out_indices=4), 'non-empty list'),
@@ -489,3 +489,83 @@ print('PREDICTED', tuple(got.shape))
                           env=dict(os.environ, OMP_NUM_THREADS='1'))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert 'PREDICTED (1, ' in proc.stdout, proc.stdout
+
+
+def test_a_checkpoint_of_another_arch_is_refused_naming_it(tmp_path):
+    """A converted lite1 file as a lite0 backbone's Pretrained checkpoint:
+    mmengine would load the tensors that fit and log the rest like a
+    correct load's; init_weights refuses it, naming the file, both archs
+    and what differs. The backbone's own file loads; a file that holds no
+    state dict is named as such."""
+    lite1 = tmp_path / 'lite1.pth'
+    torch.save(
+        CheckpointLoader.load_checkpoint('efficientnet-lite://lite1'),
+        str(lite1))
+    lite0 = EfficientNetLite(
+        'lite0', init_cfg=dict(type='Pretrained', checkpoint=str(lite1)))
+    with pytest.raises(ValueError) as err:
+        lite0.init_weights()
+    message = str(err.value)
+    assert message.startswith(f"{lite1} does not fit EfficientNetLite(arch="
+                              "'lite0'): ")
+    assert 'unexpected (e.g. layers.' in message  # lite1's extra blocks
+    assert 'The file holds lite1' in message
+    own = tmp_path / 'lite0.pth'
+    torch.save(
+        CheckpointLoader.load_checkpoint('efficientnet-lite://lite0'),
+        str(own))
+    EfficientNetLite(
+        'lite0', init_cfg=dict(type='Pretrained',
+                               checkpoint=str(own))).init_weights()
+    other = tmp_path / 'other.pth'
+    torch.save({'state_dict': {
+        'decode_head.conv_seg.weight': torch.ones(1)
+    }}, str(other))
+    with pytest.raises(
+            ValueError,
+            match=r'holds no EfficientNetLite backbone \(keys '
+            r'such as decode_head\.conv_seg\.weight\)'):
+        EfficientNetLite(
+            'lite0', init_cfg=dict(type='Pretrained',
+                                   checkpoint=str(other))).init_weights()
+
+
+def test_the_converter_says_what_it_was_given(tmp_path):
+    """Not lukemelas-style Lite weights: an already converted file, a
+    segmentor's checkpoint, a tensor, text, a hostile pickle — each named
+    for what it is (never advising an unsafe load, never running code)."""
+    import os
+    import pickle
+    tool = load_tool('model_converters/efficientnet_lite2mmseg')
+    converted = tmp_path / 'lite0_mmseg.pth'
+    tool.main(['lite0', str(converted)])
+    segmentor = tmp_path / 'sign.pth'
+    torch.save({'state_dict': {
+        'backbone.stem.conv.weight': torch.ones(1)
+    }}, str(segmentor))
+    tensor = tmp_path / 'tensor.pth'
+    torch.save(torch.ones(2), str(tensor))
+    text = tmp_path / 'notes.txt'
+    text.write_text('hello')
+    marker = tmp_path / 'ran'
+
+    class Payload:
+
+        def __reduce__(self):
+            return (os.mkdir, (str(marker), ))
+
+    hostile = tmp_path / 'evil.pth'
+    with open(hostile, 'wb') as f:
+        pickle.dump({'state_dict': Payload()}, f)
+    for src, needle in [
+        (converted, "already in EfficientNetLite's key names"),
+        (segmentor, "a segmentor's checkpoint (backbone.*"),
+        (tensor, 'holds a Tensor, not a state dict of tensors'),
+        (text, 'not a torch checkpoint'),
+        (hostile, 'imports posix.mkdir'),
+    ]:
+        with pytest.raises(SystemExit) as err:
+            tool.main([str(src), str(tmp_path / f'out_{src.stem}.pth')])
+        assert needle in str(err.value), str(err.value)
+        assert 'weights_only=False' not in str(err.value)
+    assert not marker.exists()

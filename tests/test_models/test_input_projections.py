@@ -82,7 +82,8 @@ def test_segformer_heads_fusion_weights_load_by_name():
         in_channels=IN_CHANNELS,
         in_index=[0, 1, 2],
         channels=16,
-        num_classes=5)
+        num_classes=5,
+        norm_cfg=dict(type='BN', requires_grad=True))  # the ceiling's
     randomise_norms(head)
     fusion = MLPFusion(IN_CHANNELS, channels=16, mlp_channels=16)
     result = fusion.load_state_dict(head.state_dict(), strict=False)
@@ -238,3 +239,71 @@ def test_spnet_head_needs_multiple_select_for_levels(tmp_path):
                 input_proj=FUSION,
                 num_classes=2,
                 class_embeddings=path))
+
+
+@torch.no_grad()
+def test_levels_are_read_by_one_rule(tmp_path):
+    """The SIM, NoisePriorNeck and SPNetHead read the backbone by one
+    function (select_levels): levels finest first, each as wide as
+    in_channels says, indices in range; the projection's own in_index is
+    refused at build time, and an unknown projection type names the
+    registry."""
+    from mmseg_sign.models.necks.input_projections import select_levels
+    xs = levels()
+    assert select_levels(xs, [0, 1, 2], IN_CHANNELS, 'X') == xs
+    assert select_levels(xs, 1, 112, 'X') is xs[1]
+    with pytest.raises(
+            ValueError,
+            match=r'SIM in_index=\[2, 1, 0\] reads levels of '
+            r'sizes \[\(3, 4\), \(6, 8\), \(12, 16\)\]: give '
+            r'them finest first .* e\.g\. in_index=\[0, 1, 2\]'):
+        select_levels(xs, [2, 1, 0], IN_CHANNELS[::-1], 'SIM')
+    with pytest.raises(
+            ValueError,
+            match=r'in_channels=\[40, 112, 300\], but the '
+            r'backbone outputs \[0, 1, 2\] have \[40, 112, 320\] '
+            r'channels: set in_channels=\[40, 112, 320\]'):
+        select_levels(xs, [0, 1, 2], [40, 112, 300], 'SIM')
+    with pytest.raises(IndexError, match=r'gives 3 output\(s\)'):
+        select_levels(xs, [0, 1, 3], IN_CHANNELS + [8], 'SIM')
+    # the same rule inside the modules, at their first forward
+    sim = MODELS.build(
+        sim_cfg(
+            in_channels=IN_CHANNELS[::-1],
+            in_index=[2, 1, 0],
+            input_proj=FUSION))
+    with pytest.raises(ValueError, match='give them finest first'):
+        sim(xs)
+    neck = MODELS.build(
+        dict(
+            type='NoisePriorNeck',
+            in_channels=[40, 112, 300],
+            in_index=[0, 1, 2],
+            channels=16,
+            input_proj=FUSION))
+    with pytest.raises(ValueError, match='NoisePriorNeck in_channels='):
+        neck(xs)
+    # options of the owner's given to the projection; a misspelt type
+    with pytest.raises(
+            ValueError,
+            match=r'in_index belong to SIM itself.* set SIM.s '
+            r'own in_index'):
+        MODELS.build(
+            sim_cfg(
+                in_channels=IN_CHANNELS,
+                in_index=[0, 1, 2],
+                input_proj=dict(FUSION, in_index=[2, 1, 0])))
+    with pytest.raises(
+            KeyError,
+            match=r"input_proj type 'MLPFusoin' is not in the "
+            r'mmseg::model registry'):
+        MODELS.build(
+            sim_cfg(
+                in_channels=IN_CHANNELS,
+                in_index=[0, 1, 2],
+                input_proj=dict(type='MLPFusoin')))
+    with pytest.raises(ValueError, match='distinct backbone outputs'):
+        MODELS.build(
+            sim_cfg(
+                in_channels=IN_CHANNELS, in_index=[0, 0, 1],
+                input_proj=FUSION))

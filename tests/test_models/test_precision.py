@@ -239,7 +239,7 @@ def test_pseudo_label_confidences_in_float32(dtype, embedding_table):
     """The head's pseudo labels from half-precision teacher logits: the
     softmax runs in float32, so targets equal the float32 targets of the
     rounded logits and weights match them to float32 rounding."""
-    from test_sign_head import build_head, samples
+    from model_utils import build_head, samples
     head = build_head(embedding_table[0])
     g = gen()
     logits = 6 * torch.randn(2, 5, 8, 12, generator=g)
@@ -284,7 +284,7 @@ def test_adversarial_losses_hostile_logits(dtype):
 def test_weighted_cross_entropy_matches_fp32(dtype, embedding_table):
     """C's per-pixel weighted CE (AST, eq. 16) and plain CE, logits
     upsampled to the labels as in training."""
-    from test_sign_head import build_head
+    from model_utils import build_head
     head = build_head(embedding_table[0])
     g = gen()
     logits = 3 * torch.randn(2, 5, 4, 6, generator=g)

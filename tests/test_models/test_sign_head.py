@@ -4,37 +4,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from mmengine.structures import PixelData
-from mmseg.registry import MODELS
-from mmseg.structures import SegDataSample
-
-
-def build_head(path, **kwargs):
-    cfg = dict(
-        type='SIGNHead',
-        in_channels=8,
-        channels=8,
-        num_classes=5,
-        class_embeddings=path,
-        latent_channels=4,
-        generator_hidden=(16, ),
-        generator_dropout=0.1,
-        discriminator_hidden=(16, ),
-        trunk_channels=16,
-        unseen_classes=['c3', 'c4'],
-        mmd_max_pixels=10)
-    cfg.update(kwargs)
-    return MODELS.build(cfg)
-
-
-def samples(labels):
-    out = []
-    for label in labels:
-        s = SegDataSample()
-        s.gt_sem_seg = PixelData(data=label[None])
-        s.set_metainfo(dict(img_shape=label.shape, pad_shape=label.shape))
-        out.append(s)
-    return out
+from model_utils import build_head, samples
 
 
 def features(b=2, h=4, w=6):

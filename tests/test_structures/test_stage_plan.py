@@ -57,6 +57,25 @@ def test_stage_derivation_from_iteration():
             dict(name='transfer', iters=4, block_iters=2)
         ], r'stages\[2\] \(transfer\) comes after stages\[1\] \(self_train\)'),
         ([dict(name='self_train', iters=3, mode='ST_topk', top_k=0)], 'top_k'),
+        # a transfer stage whose classifier learns from nothing
+        ([
+            dict(
+                name='transfer',
+                iters=4,
+                block_iters=2,
+                real_weight=0,
+                fake_weight=0,
+                synth_weight=0)
+        ], r'stages\[0\] \(transfer\): real_weight, fake_weight, synth_weight '
+         r'are all 0.*train_cfg\.stages\.0\.synth_weight=0\.125'),
+        ([
+            dict(
+                name='transfer',
+                iters=4,
+                mode='classifier',
+                real_weight=0,
+                synth_weight=0)
+        ], r'real_weight, synth_weight are all 0'),
         # issue 49: self-training straight after training (C1), a stage twice
         # (C2, C3), options the stage's mode does not read (C6)
         ([dict(name='train', iters=3),
@@ -100,34 +119,37 @@ def test_stage_plan_errors(stages, message):
 
 def test_mode_options_given_for_their_mode_are_fine():
     """Each mode's own options, and the options every mode of the stage
-    reads (weights, update, max_pseudo_ratio), pass; a plan that starts
-    with self-training (load_from a transferred checkpoint) passes."""
-    StagePlan([
-        dict(
-            name='self_train',
-            iters=2,
-            mode='ST',
-            top_p=50,
-            update='train',
-            synth_weight=0.1,
-            max_pseudo_ratio=2.0)
-    ])
-    StagePlan([
-        dict(name='train', iters=2),
-        dict(
-            name='transfer',
-            iters=2,
-            mode='classifier',
-            real_weight=1.0,
-            synth_weight=1.0,
-            latent='posterior'),
-        dict(
-            name='self_train',
-            iters=2,
-            mode='AST',
-            temperature=0.5,
-            candidates='predicted_unseen')
-    ])
+    reads (weights, update, max_pseudo_ratio), pass and are kept as given;
+    a plan that starts with self-training (load_from a transferred
+    checkpoint) passes."""
+    st = dict(
+        name='self_train',
+        iters=2,
+        mode='ST',
+        top_p=50,
+        update='train',
+        synth_weight=0.1,
+        max_pseudo_ratio=2.0)
+    plan = StagePlan([st])
+    assert len(plan) == 1 and plan.total_iters == 2
+    assert {k: plan[0][k] for k in st} == st
+    transfer = dict(
+        name='transfer',
+        iters=2,
+        mode='classifier',
+        real_weight=1.0,
+        synth_weight=1.0,
+        latent='posterior')
+    ast = dict(
+        name='self_train',
+        iters=2,
+        mode='AST',
+        temperature=0.5,
+        candidates='predicted_unseen')
+    plan = StagePlan([dict(name='train', iters=2), transfer, ast])
+    assert plan.describe() == 'train 2 + transfer 2 + self_train 2'
+    assert {k: plan[1][k] for k in transfer} == transfer
+    assert {k: plan[2][k] for k in ast} == ast
 
 
 def test_stage_plan_defaults_are_the_authors_recipe():

@@ -81,3 +81,30 @@ def test_resume_from_another_runs_checkpoint_stays_refused(tmp_path):
             'work dir and --overwrite-checkpoints'):
         check_resume_source(wd, other, resume=True, overwrite=True)
     check_resume_source(wd, f'{wd}/iter_2.pth', resume=True)  # its own
+
+
+def test_a_copied_work_dir_resumes_its_own_checkpoint(tmp_path):
+    """``cp -r WD WD2`` of a killed run, then ``--resume`` in WD2: mmengine's
+    last_checkpoint holds WD's absolute path, so WD2 would continue WD's
+    checkpoint and write its own over; it resumes its own copy instead,
+    and a copy without that file is refused."""
+    import shutil
+    wd = _work_dir(tmp_path, 'iter_4.pth')
+    with open(osp.join(wd, 'last_checkpoint'), 'w') as f:
+        f.write(osp.join(wd, 'iter_4.pth'))
+    copy = str(tmp_path / 'wd2')
+    shutil.copytree(wd, copy)
+    check_resume_source(copy, None, True)
+    with open(osp.join(copy, 'last_checkpoint')) as f:
+        assert f.read() == osp.join(copy, 'iter_4.pth')
+    # the original's own record is left alone
+    with open(osp.join(wd, 'last_checkpoint')) as f:
+        assert f.read() == osp.join(wd, 'iter_4.pth')
+    bare = str(tmp_path / 'wd3')
+    shutil.copytree(wd, bare)
+    (tmp_path / 'wd3' / 'iter_4.pth').unlink()
+    with pytest.raises(
+            ValueError,
+            match=r'names .*wd/iter_4\.pth, outside this work dir .* holds '
+            r'no iter_4\.pth'):
+        check_resume_source(bare, None, True)

@@ -21,12 +21,28 @@ CONFIGS=(configs/sign/sign_lite0_camvid-480x360.py
          configs/baselines/spnet_lite0_camvid-480x360.py
          configs/sign/sign_lite0_camvid-480x360_st.py
          configs/baselines/cagnet_lite0_camvid-480x360_st.py)
+# the data every run reads, checked once before any run starts (a run
+# without them would fail only in its own training process)
+DATA=${DATA:-data/camvid_480x360}
+EMBEDDINGS=${EMBEDDINGS:-data/embeddings/camvid10_cagnet_fasttext_word2vec.npz}
+for need in "$DATA/img_dir/train" "$DATA/ann_dir/val" "$EMBEDDINGS"; do
+  if [ ! -e "$need" ]; then
+    echo "error: $need is missing: prepare CamVid at 480x360 and its class" \
+      "embeddings first (docs/camvid.md, 'Commands')" >&2
+    exit 2
+  fi
+done
 # one call over every seed: toy_table starts the runs seed by seed (all
 # rows of a seed before the next seed's), and a core freed by a seed's
 # short runs takes the next seed's first run instead of waiting
 echo "[$(date +%T)] seeds $SEEDS"
+rc=0
 $PY tools/toy_table.py "${CONFIGS[@]}" --data config --seeds $SEEDS \
-  --jobs 2 --checkpoint-interval 400 --work-dir "$WORK" || echo "[$(date +%T)] rc=$?"
+  --jobs 2 --checkpoint-interval 400 --work-dir "$WORK" || rc=$?
+if [ "$rc" != 0 ]; then
+  echo "[$(date +%T)] the runs stopped with rc=$rc; the table below holds" \
+    "the runs stored so far" >&2
+fi
 # the table and the paired differences over the runs stored
 # so far (a seed that some row lacks is left out of that row's pairs)
 $PY tools/toy_table.py "${CONFIGS[@]}" \
@@ -43,5 +59,6 @@ $PY tools/toy_table.py "${CONFIGS[@]}" \
   'SIGN + AST=sign_lite0_camvid-480x360@self_train' \
   --compare SIGN ZS3 --compare SIGN CaGNet \
   --compare 'SIGN + AST' 'ZS3 + ST' --compare 'SIGN + AST' 'CaGNet + ST' \
-  --compare 'SIGN + AST' 'SIGN + ST' --out "$WORK/table.md"
+  --compare 'SIGN + AST' 'SIGN + ST' --out "$WORK/table.md" --force || exit $?
 echo "[$(date +%T)] done: $WORK/table.md"
+exit "$rc"

@@ -102,6 +102,6 @@ $PY tools/toy_table.py "${CONFIGS[@]}" --data config --seeds $SEEDS \
   "SIGN + AST=sign_lite0_camvid-480x360$T@self_train" \
   --compare SIGN ZS3 --compare SIGN CaGNet \
   --compare 'SIGN + AST' 'ZS3 + ST' --compare 'SIGN + AST' 'CaGNet + ST' \
-  --compare 'SIGN + AST' 'SIGN + ST' --out "$OUT/table.md" \
+  --compare 'SIGN + AST' 'SIGN + ST' --out "$OUT/table.md" --force \
   > "$WORK/report.log" 2>&1
 say "report rc=$? (table.md)"

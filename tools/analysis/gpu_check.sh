@@ -159,7 +159,7 @@ DATA_OPTS=(model.decode_head.class_embeddings=$D0/class_embeddings.npz
            test_dataloader.dataset.data_root=$D0)
 OMP_NUM_THREADS=4 bounded 150 $PY tools/analysis/parity.py $TOY \
   --settings "${SETTINGS[@]}" --batch-size $PARITY_BATCH \
-  --out "$WORK/parity/parity.json" \
+  --out "$WORK/parity/parity.json" --force \
   --cfg-options "${DATA_OPTS[@]}" > "$R/parity.md" 2> "$WORK/parity.log"
 step "parity rc=$?"
 cp "$WORK/parity/parity.json" "$OUT/parity.json" 2>/dev/null
@@ -201,7 +201,7 @@ elif [ "$GPU" = 1 ]; then
 fi
 $PY tools/toy_table.py $TOY --report-only --seeds $SEEDS --data-seeds 0 \
   "${opts[@]}" "${CTAG[@]}" --work-dir "$T2" --rows "${ROWS[@]}" \
-  "${CMP[@]}" --out "$R/toy_gpu_vs_cpu.md" 2>&1 | tee "$WORK/toy_report.log"
+  "${CMP[@]}" --out "$R/toy_gpu_vs_cpu.md" --force 2>&1 | tee "$WORK/toy_report.log"
 step "toy report rc=${PIPESTATUS[0]}"
 
 # 2b. mixed precision on the GPU (PRECISIONS, e.g. "float16 bfloat16";
@@ -212,7 +212,7 @@ for P in ${PRECISIONS:-}; do
   OMP_NUM_THREADS=1 bounded $(limit 30) $PY tools/toy_table.py $TOY \
     --amp-dtype $P --seeds $SEEDS --data-seeds 0 --jobs $NSEEDS \
     "${opts[@]}" "${GTAG[@]}" --work-dir "$T2" \
-    --out "$R/toy_$P.md" > "$WORK/toy_$P.log" 2>&1
+    --out "$R/toy_$P.md" --force > "$WORK/toy_$P.log" 2>&1
   step "toy $P rc=$?"
 done
 

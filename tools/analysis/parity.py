@@ -64,6 +64,10 @@ def parse_args(argv=None):
         'by kind (mmseg_sign/analysis/op_audit.py)')
     parser.add_argument('--out', help='write the rows as json')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the output file if it exists')
     args = parser.parse_args(argv)
     if len(args.settings) < 2:
         parser.error('--settings needs two or more (the first is the '
@@ -78,8 +82,10 @@ def parse_args(argv=None):
     if args.out:
         try:
             check_output_file(
-                args.out, dict(config=args.config, checkpoint=args.checkpoint),
-                'parity.json')
+                args.out,
+                dict(config=args.config, checkpoint=args.checkpoint),
+                'parity.json',
+                force=args.force)
         except ValueError as err:
             parser.error(str(err))
     return args
@@ -95,7 +101,7 @@ def main(argv=None):
             reads = dataset_folders(cfg.train_dataloader.dataset)
             reads['class-embedding table'] = (
                 table if isinstance(table, str) else None)
-            check_output_file(args.out, reads, 'parity.json')
+            check_output_file(args.out, reads, 'parity.json', force=args.force)
         except ValueError as err:
             raise SystemExit(f'tools/analysis/parity.py: error: {err}') \
                 from None

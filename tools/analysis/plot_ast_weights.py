@@ -27,9 +27,13 @@ def main():
         nargs='+',
         default=[0.1, 0.25, 0.5, 1.0, 2.0, 5.0])
     parser.add_argument('--out', default='docs/ast_weights.png')
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the output file if it exists')
     args = parser.parse_args()
     try:  # a folder, or a place nothing can be written (/proc), first
-        check_output_file(args.out, {}, 'ast_weights.png')
+        check_output_file(args.out, {}, 'ast_weights.png', force=args.force)
     except ValueError as err:
         parser.error(str(err))
     bad = [t for t in args.temperatures if not t > 0]

@@ -25,6 +25,10 @@ def parse_args():
     parser.add_argument('json', help='calibration_sweep.json of a test run')
     parser.add_argument('--out', required=True, help='output PNG')
     parser.add_argument('--title', default=None)
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the output file if it exists')
     return parser.parse_args()
 
 
@@ -65,8 +69,10 @@ def plot(data: dict, out: str, title: Optional[str] = None) -> None:
 def main():
     args = parse_args()
     try:
-        check_output_file(args.out, {'sweep file': args.json},
-                          'calibration.png')
+        check_output_file(
+            args.out, {'sweep file': args.json},
+            'calibration.png',
+            force=args.force)
     except ValueError as err:
         raise SystemExit(f'error: {err}') from None
     with open(args.json) as f:

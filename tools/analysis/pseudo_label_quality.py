@@ -65,6 +65,10 @@ def main():
     parser.add_argument('--max-images', type=int, default=None)
     parser.add_argument('--out', help='write the report as JSON here')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the output file if it exists')
     args = parser.parse_args()
     from mmseg.registry import DATASETS
 
@@ -80,7 +84,9 @@ def main():
                     'config': args.config,
                     'checkpoint': args.checkpoint,
                     **dataset_folders(cfg.train_dataloader.dataset)
-                }, 'pseudo_labels.json')
+                },
+                'pseudo_labels.json',
+                force=args.force)
         except ValueError as err:
             raise SystemExit(f'error: {err}') from None
     init_default_scope(cfg.get('default_scope', 'mmseg'))

@@ -42,6 +42,10 @@ def parse_args(argv=None):
         metavar='novel_cls.npy',
         help="CaGNet's split file; only printed, as class names")
     parser.add_argument('--out', required=True, metavar='OUT.npz')
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the output file if it exists')
     return parser.parse_args(argv)
 
 
@@ -54,7 +58,9 @@ def main(argv=None):
                 '--word2vec file': args.word2vec,
                 '--labels file': args.labels,
                 '--novel file': args.novel
-            }, f'{args.dataset}_cagnet.npz')
+            },
+            f'{args.dataset}_cagnet.npz',
+            force=args.force)
     except ValueError as err:
         sys.exit(f'error: {err}')
     try:

@@ -84,7 +84,8 @@ def split_pairs(src: str, split: str) -> list:
         list[tuple[str, str]]: empty when the split is absent.
 
     Raises:
-        ValueError: a listed file that is missing, or a malformed line.
+        ValueError: a listed file that is missing, a malformed line, or a
+            list file that lists nothing.
     """
     list_file = osp.join(src, f'{split}.txt')
     if not osp.isfile(list_file):
@@ -124,6 +125,12 @@ def split_pairs(src: str, split: str) -> list:
                     'own.')
             seen[names[0]] = (lineno, osp.basename(image))
             pairs.append((image, label))
+    if not pairs:  # a split that is there but empty is not an absent one
+        raise ValueError(
+            f'{list_file} lists no photographs: the {split} split would be '
+            f'left out without a word. List its pairs ("IMAGE LABEL" per '
+            f'line), or remove {osp.basename(list_file)} if the source has '
+            f'no {split} split.')
     return pairs
 
 

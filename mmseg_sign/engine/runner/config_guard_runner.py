@@ -1,9 +1,10 @@
 """mmengine's Runner, whose config dump never replaces the config file
 nor another run's config record, and which formats its config text once."""
+import os
 import os.path as osp
 
 from mmengine.config import Config
-from mmengine.dist import master_only
+from mmengine.dist import broadcast_object_list, get_rank, master_only
 from mmengine.logging import print_log
 from mmengine.runner import Runner
 from mmseg.registry import RUNNERS
@@ -45,6 +46,32 @@ class OnceFormattedConfig(Config):
             env_variables=cfg.env_variables)
 
 
+def claim_log_dir(work_dir: str, timestamp: str) -> str:
+    """The name of a new folder ``work_dir/NAME`` that this process made:
+    ``timestamp``, or ``timestamp_K`` with the first free K (rank 0
+    decides, the other ranks receive it).
+
+    Args:
+        work_dir (str): the run's work dir (it exists).
+        timestamp (str): mmengine's ``%Y%m%d_%H%M%S``.
+
+    Returns:
+        str: the folder's name.
+    """
+    name = [timestamp]
+    if get_rank() == 0:
+        for k in range(10000):
+            candidate = timestamp if k == 0 else f'{timestamp}_{k}'
+            try:
+                os.mkdir(osp.join(work_dir, candidate))
+            except FileExistsError:
+                continue
+            name = [candidate]
+            break
+    broadcast_object_list(name)
+    return name[0]
+
+
 @RUNNERS.register_module()
 class ConfigGuardRunner(Runner):
     """``Runner`` (``runner_type='ConfigGuardRunner'`` in the schedule
@@ -74,6 +101,16 @@ class ConfigGuardRunner(Runner):
 
     def __init__(self, *args, cfg=None, **kwargs):
         super().__init__(*args, cfg=OnceFormattedConfig.of(cfg), **kwargs)
+
+    def setup_env(self, env_cfg: dict) -> None:
+        """mmengine's, then a log folder of this run's own: mmengine names
+        it ``WORK_DIR/TIMESTAMP`` to the second, so two runs or tests
+        started in the same second on one work dir shared it (the second's
+        metrics json and config replaced the first's). Rank 0 claims the
+        folder (an atomic ``mkdir``), adding ``_1``, ``_2``, ... to a name
+        another process holds, and every rank takes its name."""
+        super().setup_env(env_cfg)
+        self._timestamp = claim_log_dir(self._work_dir, self._timestamp)
 
     @master_only
     def dump_config(self) -> None:

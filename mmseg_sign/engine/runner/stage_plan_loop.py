@@ -75,6 +75,29 @@ def check_config_run_length(cfg) -> None:
         check_val_interval(cfg.train_cfg.get('val_interval'))
 
 
+def check_plan_fits_model(plan: StagePlan, model) -> None:
+    """Options of the plan that the model cannot honour: ``latent=
+    'posterior'`` feeds G the SIM's posterior z, which a neck without one
+    (ZS3's ``NoisePriorNeck``: z is noise, 0 at its mean) does not have.
+
+    Raises:
+        ValueError: naming the stage, the option and the fix.
+    """
+    neck = getattr(model, 'neck', None)
+    if getattr(neck, 'has_posterior', True):
+        return
+    for i, stage in enumerate(plan):
+        if stage['name'] == 'transfer' and \
+                stage.get('latent') == 'posterior':
+            raise ValueError(
+                f"train_cfg.stages[{i}] (transfer): latent='posterior' "
+                f'feeds G the latent code of the real pixels, but '
+                f'{type(neck).__name__} has no posterior (its z is '
+                "noise, 0 at its mean): use latent='prior' (--cfg-"
+                f"options train_cfg.stages.{i}.latent=prior), or a SIM "
+                'neck.')
+
+
 def check_val_interval(val_interval) -> None:
     """``train_cfg.val_interval``: a positive number of iterations, or
     ``None`` (validate at the stage ends only); 0 or a string would fail
@@ -202,6 +225,9 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
                             'same parameters; give each module to one of '
                             'them.')
 
+    def _check_model_reads_the_plan(self) -> None:
+        check_plan_fits_model(self.plan, unwrap_model(self.runner))
+
     def _check_first_stage(self) -> None:
         first = self.plan[0]['name']
         if first != 'train' and not (self.runner.cfg.get('load_from')
@@ -234,6 +260,7 @@ class StagePlanTrainLoop(IterBasedTrainLoop):
         then mmengine's loop (``before_train`` hooks first)."""
         self._check_wrappers()
         self._check_first_stage()
+        self._check_model_reads_the_plan()
         self._respan_schedulers()
         self._current = None
         return super().run()

@@ -137,7 +137,11 @@ def lite_arch_of(state_dict: Dict[str, torch.Tensor]) -> str:
         with torch.device('meta'):
             model = EfficientNetLite(arch, out_indices=(1, 2, 4, 6, 7))
         want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-        if all(shapes.get(k) == s for k, s in want.items()):
+        body = {k: v for k, v in shapes.items() if not k.startswith('fc.')}
+        if body == want or body == {
+                k: v
+                for k, v in want.items() if not k.startswith('conv_head.')
+        }:
             return arch
     if not any(k.startswith(('layers.', 'stem.')) for k in shapes):
         return ('no EfficientNetLite backbone (keys such as ' +

@@ -48,7 +48,7 @@ class MLPFusion(BaseModule):
     linear like DeepLab-v2 ASPP's, since the SIM (eq. 1) and NoisePriorNeck
     apply their own sigmoid and SPNet's projection is the word-embedding
     space. So a model with this projection is the supervised ceiling's
-    decoder (configs/_base_/models/lite0_segformer-head.py) up to its last
+    decoder (configs/_base_/models/segformer_lite0.py) up to its last
     fusion layer.
 
     Args:

@@ -39,6 +39,10 @@ class NoisePriorNeck(BaseModule):
     last three ``[B, latent_channels, H, W]``.
     """
 
+    #: no latent code of the pixels: z is noise (0 at its mean), so a
+    #: transfer stage cannot feed G a posterior (``latent='posterior'``)
+    has_posterior = False
+
     def __init__(self,
                  in_channels: Union[int, Sequence[int]],
                  channels: int = 600,
