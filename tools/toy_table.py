@@ -97,7 +97,7 @@ from mmseg_sign.analysis.toy_table import (OWN_DATA, TOY_VAL_SIZE,
                                            row_stem, run_dir_name, stage_ends,
                                            sweep_points, train_runs)
 from mmseg_sign.utils.atomic import (atomic_write, check_output_dir,
-                                     check_output_file)
+                                     check_output_exists, check_output_file)
 
 
 def main():
@@ -283,7 +283,7 @@ def main():
                            for c in args.configs}, 'results file': path
                     },
                     example,
-                    force=args.force)
+                    force=True)  # existence last, after the folders
                 # nor into the folders the runs read or create: the toy
                 # data they train on and the runs' own folders
                 check_output_dir(
@@ -298,6 +298,7 @@ def main():
                             for name in run_names
                         }
                     }, example)
+                check_output_exists(out, example, args.force)
             except ValueError as err:
                 parser.error(str(err))
     if not args.report_only:  # a data{SEED}/ made before: of that seed

@@ -44,12 +44,20 @@ def run_key(cfg_path: str,
     return _run_key(cfg_path, amp_dtype, tuple(cfg_options), seed_key)
 
 
+#: top-level keys that only compose other keys (a recipe's parts that
+#: configs read through ``_base_``, configs/_base_/schedules/
+#: lite0_adamw_poly.py): what a run ran is what they compose into
+COMPOSITION_KEYS = ('lite0_optimizer', 'lite0_paramwise_cfg', 'lite0_poly')
+
+
 @functools.lru_cache(maxsize=None)  # a command asks once per config
 def _run_key(cfg_path: str, amp_dtype, cfg_options: tuple,
              seed_key: str) -> str:
     cfg = Config.fromfile(cfg_path)
     if cfg_options:
         cfg.merge_from_dict(parse_cfg_options(cfg_options))
+    for key in COMPOSITION_KEYS:
+        cfg.pop(key, None)
     text = f'{cfg.pretty_text}\namp_dtype={amp_dtype}'
     if seed_key != 'randomness.seed':
         text += f'\nseed_key={seed_key}'

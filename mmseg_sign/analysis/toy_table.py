@@ -4,6 +4,7 @@ built-in toy data (or their own) over training seeds and toy data seeds
 :mod:`.toy_markdown`, the results file :mod:`.toy_results`."""
 import copy
 import functools
+import glob
 import json
 import os
 import os.path as osp
@@ -12,13 +13,16 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Optional
 
 import torch
 from mmengine.config import Config
 
 from ..structures.stage_plan import StagePlan
-from ..utils.work_dir_lock import set_aside_checkpoints, work_dir_checkpoints
+from ..utils.work_dir_lock import (lock_work_dir, set_aside_checkpoints,
+                                   unlock_work_dir, work_dir_checkpoints)
 from .logs import logged_records
 from .toy_data import check_toy_data, make_toy_dataset
 from .toy_markdown import KEYS
@@ -66,6 +70,44 @@ def stage_ends(cfg_path: str) -> dict:
     if plan is None:
         return {'end': None}
     return {s['name']: plan.start(i) + s['iters'] for i, s in enumerate(plan)}
+
+
+def config_as_run(run_dir: str, cfg_path: Optional[str] = None):
+    """The config file of what the run's last attempt ran (its
+    ``--cfg-options`` merged): the newest log folder's
+    ``vis_data/config.py`` (mmengine records every attempt's there). The
+    work dir's own dump, ``RUN_DIR/CONFIG.py``, is the fallback: where it
+    records another attempt (other options, a shared start), the Runner
+    keeps it (``ConfigGuardRunner``), so it can be stale.
+
+    Args:
+        run_dir (str): the run's work dir.
+        cfg_path (str, optional): the config the run was started with
+            (without it: the work dir's one dumped config).
+
+    Returns:
+        str | None: a config file (None: no record, or several dumps).
+    """
+    records = glob.glob(
+        osp.join(run_dir, '[0-9]*_[0-9]*', 'vis_data', 'config.py'))
+    if records:
+        return max(records, key=osp.getmtime)
+    if cfg_path is not None:
+        return osp.join(run_dir, osp.basename(cfg_path))
+    dumps = glob.glob(osp.join(run_dir, '*.py'))
+    return dumps[0] if len(dumps) == 1 else None
+
+
+def readable_checkpoint(path: str) -> bool:
+    """Whether ``path`` is a whole torch checkpoint (a zip archive with
+    its central directory: a file cut short has none), without reading
+    its tensors."""
+    return osp.isfile(path) and zipfile.is_zipfile(path)
+
+
+def _iteration_of(path: str) -> int:
+    match = re.search(r'iter_(\d+)\.pth$', path)
+    return int(match.group(1)) if match else -1
 
 
 def train(cfg_path,
@@ -130,9 +172,15 @@ def train(cfg_path,
         resumed = None
     again = '--resume' if resumed or shared else '--overwrite-checkpoints'
     if shared:
-        if work_dir_checkpoints(work_dir):
-            set_aside_checkpoints(work_dir)
+        if work_dir_checkpoints(work_dir):  # under the work dir's lock
+            lock_work_dir(work_dir)
+            try:
+                set_aside_checkpoints(work_dir)
+            finally:
+                unlock_work_dir(work_dir)
         options.append(f'load_from={shared[0]}')
+    elif resumed:  # by name: the last whole checkpoint of its own
+        options.append(f'load_from={resumed}')
     cmd = [
         sys.executable,
         osp.join(REPO, 'tools', 'train.py'), cfg_path, '--work-dir', work_dir,
@@ -209,17 +257,37 @@ def unfinished_checkpoint(cfg_path, work_dir, cfg_options=()):
     Returns:
         str | None: the checkpoint's path.
     """
-    dumped = osp.join(work_dir, osp.basename(cfg_path))
+    dumped = config_as_run(work_dir, cfg_path)
     try:
         with open(osp.join(work_dir, 'last_checkpoint')) as f:
             checkpoint = f.read().strip()
     except OSError:
         return None
+    if not osp.realpath(checkpoint).startswith(
+            osp.realpath(work_dir) + os.sep):
+        # a copied or moved run dir: its own file of that name, never the
+        # original run's
+        checkpoint = osp.join(work_dir, osp.basename(checkpoint))
     if not (osp.isfile(checkpoint) and osp.isfile(dumped)):
         return None
     same = _what_it_computes(_resolved(cfg_path, cfg_options)) == \
         _what_it_computes(read_config(dumped))
-    return checkpoint if same else None
+    if not same:
+        return None
+    if not readable_checkpoint(checkpoint):  # cut short (a full disk, a
+        # copy): the attempt's last whole checkpoint before it, if any
+        earlier = sorted((p
+                          for p in glob.glob(osp.join(work_dir, 'iter_*.pth'))
+                          if _iteration_of(p) < _iteration_of(checkpoint)
+                          and readable_checkpoint(p)),
+                         key=_iteration_of)
+        print(
+            f'toy_table: {checkpoint} is truncated or damaged; ' +
+            (f'continuing from {earlier[-1]}'
+             if earlier else 'no earlier checkpoint: training from scratch'),
+            flush=True)
+        return earlier[-1] if earlier else None
+    return checkpoint
 
 
 def shared_start(cfg_path, work_dir, cfg_options=()):
@@ -254,16 +322,16 @@ def shared_start(cfg_path, work_dir, cfg_options=()):
         other = osp.join(table, name)
         if other == osp.abspath(work_dir) or not osp.isdir(other):
             continue
-        dumps = [f for f in os.listdir(other) if f.endswith('.py')]
-        if len(dumps) != 1:
+        record = config_as_run(other)
+        if record is None:
             continue
         for k in range(len(ends), 0, -1):
             checkpoint = osp.join(other, f'iter_{ends[k - 1]}.pth')
             if best is not None and ends[k - 1] <= best[2] or \
-                    not osp.isfile(checkpoint):
-                continue
+                    not readable_checkpoint(checkpoint):
+                continue  # none, or cut short: a shorter start, or none
             try:
-                ran = read_config(osp.join(other, dumps[0]))
+                ran = read_config(record)
                 ran_stages = ran.train_cfg.stages
             except Exception:  # not a run's config: not a sibling
                 break
@@ -402,9 +470,8 @@ def run(cfg_path,
             for i, r in logged_records(other, 'hIoU').items() if i <= iteration
         }
         records.update({i: r for i, r in own.items() if i > iteration})
-    # the plan as run (--cfg-options included): the config the run dumped
-    dumped = osp.join(run_dir, osp.basename(cfg_path))
-    for stage, end in stage_ends(dumped).items():
+    # the plan as run (--cfg-options included): the last attempt's config
+    for stage, end in stage_ends(config_as_run(run_dir, cfg_path)).items():
         record = records[end if end is not None else max(records)]
         out[stage] = {k: record[k] for k in KEYS}
         # the mIoU of every class and, with GZSLIoUMetric(per_class=True),

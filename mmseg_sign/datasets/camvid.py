@@ -1,6 +1,6 @@
 """CamVid (the SegNet tutorial's, converted), 7 seen / 3 unseen classes."""
 import copy
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 from mmseg.registry import DATASETS
 from PIL import Image
@@ -40,10 +40,18 @@ class ZeroShotCamVidDataset(ZeroShotSegDataset):
     def __init__(self,
                  img_suffix='.png',
                  seg_map_suffix='.png',
-                 photo_size: Optional[Sequence[int]] = None,
+                 photo_size: Union[str, Sequence[int], None] = 'auto',
                  **kwargs):
-        # (W, H) the config's pipeline is made for (its img_scale): the
-        # conversion data_root must hold (checked when the list is loaded)
+        # (W, H) the config is made for, which the conversion under
+        # data_root must hold (checked when the list is loaded): 'auto', the
+        # scale the training pipeline's RandomResize starts from (the
+        # CamVid configs' img_scale: the photographs' own size); None: no
+        # check (a pipeline that resizes to another scale on purpose)
+        if photo_size == 'auto':
+            photo_size = next(
+                (t.get('scale') for t in kwargs.get('pipeline') or []
+                 if isinstance(t, dict) and t.get('type') == 'RandomResize'),
+                None)
         self.photo_size = tuple(photo_size) if photo_size else None
         super().__init__(
             img_suffix=img_suffix, seg_map_suffix=seg_map_suffix, **kwargs)
@@ -65,10 +73,11 @@ class ZeroShotCamVidDataset(ZeroShotSegDataset):
             raise ValueError(
                 f'ZeroShotCamVidDataset: {self.data_root} holds {size[0]}×'
                 f'{size[1]} photographs ({path}), but this config is made '
-                f'for {want} (its img_scale): point data_root at the '
-                f'{want} conversion (tools/dataset_converters/camvid.py '
-                '--scale), or set img_scale, crop_size and the datasets\' '
-                'photo_size for these photographs.')
+                f'for {want} (its img_scale, where the training pipeline\'s '
+                f'RandomResize starts): point data_root at the {want} '
+                'conversion (tools/dataset_converters/camvid.py --scale), '
+                'or set img_scale and crop_size for these photographs '
+                '(photo_size=None in the dataset turns the check off).')
 
     @classmethod
     def _load_metainfo(cls, metainfo: Optional[dict] = None) -> dict:

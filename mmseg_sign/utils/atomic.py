@@ -135,12 +135,28 @@ def check_output_file(out: str,
     if osp.isdir(out):
         raise ValueError(f'the output {out} is a directory; give a file '
                          f'name, e.g. {example}.')
+    check_output_exists(out, example, force)
+    check_writable(out)
+
+
+def check_output_exists(out: str, example: str, force: bool = False) -> None:
+    """Refuse an output file that exists, unless ``force`` (every tool's
+    ``--force``): the last of the output checks (a tool that checks its
+    output against inputs in several steps calls it after them).
+
+    Args:
+        out (str): the file the command will write.
+        example (str): a good output name for the message.
+        force (bool): it may be replaced.
+
+    Raises:
+        ValueError: naming the file and the fix.
+    """
     if not force and osp.lexists(out):
         raise ValueError(
             f'the output {out} exists; writing it would replace that file. '
             f'Give another name (e.g. {example}), or --force to replace '
             'it.')
-    check_writable(out)
 
 
 def check_output_dir(out: str, folders: Mapping[str, Optional[str]],

@@ -155,7 +155,12 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     assert '| SIGN + AST | 1 |' in out.stdout
     assert out.stdout.index('| SIGN |') < out.stdout.index('| SIGN + AST |')
     assert (tmp_path / 'cmp.png').stat().st_size > 0
-    # the same command again reuses the run (no training)
+    # the same command again reuses the run (no training); the picture
+    # exists, so it is redrawn only with --force
+    refused = tool_server.run(
+        cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert refused.returncode == 2 and 'cmp.png exists' in refused.stderr
+    cmd.append('--force')
     again = tool_server.run(
         cmd, capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0 and \
@@ -175,7 +180,7 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     # with the tag but without the --cfg-options it is another run:
     # refused, not passed off as the tagged one (issue 34)
     other = tool_server.run(
-        cmd[:-len(SHORT_PLAN) - 1],
+        [*cmd[:-len(SHORT_PLAN) - 2], '--force'],
         capture_output=True,
         text=True,
         env=env,
@@ -448,6 +453,25 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
         if 'loss' in json.loads(line)
     ]
     assert steps and min(steps) > 4, steps
+    # the config as run is the last attempt's record (vis_data), not the
+    # work dir's dump, which the Runner keeps when it differs
+    assert tt.config_as_run(str(run_dir), cfg) == max(
+        (str(p) for p in run_dir.glob('*/vis_data/config.py')),
+        key=osp.getmtime)
+    # a copied run dir continues from its own copy, never the original's
+    import shutil
+    (run_dir / 'last_checkpoint').write_text(str(run_dir / 'iter_4.pth'))
+    copy = wd / 'copied_data5_seed0'
+    shutil.copytree(run_dir, copy)
+    assert tt.unfinished_checkpoint(cfg, str(copy),
+                                    options) == str(copy / 'iter_4.pth')
+    # a last checkpoint cut short: the last whole one before it, said
+    whole4 = (copy / 'iter_4.pth').read_bytes()
+    (copy / 'iter_4.pth').write_bytes(whole4[:len(whole4) // 2])
+    assert tt.unfinished_checkpoint(cfg, str(copy),
+                                    options) == str(copy / 'iter_2.pth')
+    (copy / 'iter_2.pth').write_bytes(b'')
+    assert tt.unfinished_checkpoint(cfg, str(copy), options) is None
     # without a checkpoint to continue, a run trains from scratch
     (run_dir / 'last_checkpoint').unlink()
     assert tt.unfinished_checkpoint(cfg, str(run_dir), options) is None
@@ -538,6 +562,11 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
                            [*options, 'train_cfg.stages.1.iters=12'])[2] == 20
     assert tt.shared_start(st, other,
                            [*options, 'train_cfg.stages.0.iters=30']) is None
+    # the sibling's checkpoint at the transfer's end cut short: the start
+    # is the train stage's end (its whole checkpoint), not a traceback
+    cut = shared / 'sign_toy+short_data5_seed0' / 'iter_30.pth'
+    cut.write_bytes(cut.read_bytes()[:1000])
+    assert tt.shared_start(st, other, options)[2] == 20
 
 
 def test_toy_data_of_another_seed_is_not_reused(tmp_path):

@@ -267,19 +267,27 @@ def test_converter_cuts_train_into_fit_and_held_out(tmp_path):
 
 @needs_camvid
 def test_the_photographs_are_the_size_the_config_is_for(converted):
-    """The 480×360 config's datasets on the 180×135 conversion: refused
-    when the list is loaded, naming both sizes; the matching size, or no
-    photo_size (a dataset built by hand), loads."""
+    """The 480×360 config's training set on the 180×135 conversion:
+    refused when the list is loaded, naming both sizes (the size the
+    training pipeline's RandomResize starts from); the matching size, a
+    pipeline without one, or photo_size=None, loads."""
+    from mmengine.config import Config
+    cfg = Config.fromfile(
+        str(REPO / 'configs/sign/sign_lite0_camvid-480x360.py'))
+    dataset = dict(cfg.train_dataloader.dataset, data_root=str(converted))
+    dataset.pop('type')
+    with pytest.raises(
+            ValueError,
+            match=r'holds 180×135 photographs .* made for 480×360 \(its '
+            r'img_scale, .*point data_root at the 480×360 conversion'):
+        ZeroShotCamVidDataset(**dataset)
+    assert len(ZeroShotCamVidDataset(**dataset, photo_size=None)) == 4
+    assert len(ZeroShotCamVidDataset(**dict(dataset, photo_size=(180,
+                                                                 135)))) == 4
     kwargs = dict(
         data_root=str(converted),
         data_prefix=dict(img_path='img_dir/val', seg_map_path='ann_dir/val'),
         pipeline=[])
-    with pytest.raises(
-            ValueError,
-            match=r'holds 180×135 photographs .* made for 480×360 \(its '
-            r'img_scale\): point data_root at the 480×360 conversion'):
-        ZeroShotCamVidDataset(photo_size=(480, 360), **kwargs)
-    assert len(ZeroShotCamVidDataset(photo_size=(180, 135), **kwargs)) == 3
     assert len(ZeroShotCamVidDataset(**kwargs)) == 3
 
 
@@ -475,7 +483,7 @@ def test_class_weights_tool_counts_the_training_labels(converted, small_camvid,
         tmp_path / 'cfg.py',
         'configs/baselines/supervised_lite0_camvid-480x360.py',
         'train_dataloader = dict(dataset=dict('
-        f'data_root={str(converted)!r}, photo_size=(180, 135)))')
+        f'data_root={str(converted)!r}, photo_size=None))')
     got = tool.main([cfg])
     counts = np.zeros(12, np.int64)
     for path in sorted((converted / 'ann_dir/train').iterdir()):

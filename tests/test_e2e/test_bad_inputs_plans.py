@@ -141,7 +141,7 @@ CASES = [
         r'iteration 0',
         ok=True),
     Case(
-        'act.resume_dangling_last_checkpoint',
+        'resume_dangling_last_checkpoint',
         "tools/train.py --resume where last_checkpoint names a missing "
         'file', act.resume_dangling_last_checkpoint,
         r'--resume: .*last_checkpoint names .*iter_9\.pth, which does not '

@@ -85,7 +85,7 @@ def parse_args(argv=None):
                 args.out,
                 dict(config=args.config, checkpoint=args.checkpoint),
                 'parity.json',
-                force=args.force)
+                force=True)
         except ValueError as err:
             parser.error(str(err))
     return args

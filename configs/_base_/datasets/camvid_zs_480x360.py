@@ -15,9 +15,8 @@ train_pipeline = [
     for t in _base_.train_pipeline
 ]
 train_dataloader = dict(
-    dataset=dict(
-        data_root=data_root, photo_size=img_scale, pipeline=train_pipeline))
-val_dataloader = dict(dataset=dict(data_root=data_root, photo_size=img_scale))
+    dataset=dict(data_root=data_root, pipeline=train_pipeline))
+val_dataloader = dict(dataset=dict(data_root=data_root))
 test_dataloader = val_dataloader
 val_evaluator = dict(per_class=True)
 # ENet's class weights, 1 / ln(1.02 + p), from the training labels (all 10

@@ -7,8 +7,10 @@
 #   optimizer=dict(_base_.lite0_optimizer, _delete_=True),
 #   paramwise_cfg=dict(_base_.lite0_paramwise_cfg, _delete_=True),
 #   param_scheduler=[dict(_base_.lite0_poly, end=ITERS)]
+# (these three keys compose the others: a run's key, tools/toy_table.py,
+# leaves them out, mmseg_sign/analysis/toy_results.py COMPOSITION_KEYS)
 lite0_optimizer = dict(
     type='AdamW', lr=1e-3, betas=(0.9, 0.999), weight_decay=0.01)
 lite0_paramwise_cfg = dict(custom_keys={'backbone': dict(lr_mult=0.1)})
 lite0_poly = dict(
-    type='PolyLR', power=0.9, eta_min=1e-4, begin=0, by_epoch=False)
+    type='PolyLR', power=0.9, eta_min=1e-4, begin=0, end=None, by_epoch=False)

@@ -13,7 +13,7 @@ train_cfg = dict(stages=[
     *_base_.train_cfg.stages[1:],
 ])
 encoder_optim = dict(
-    optimizer=dict(_base_.lite0_optimizer, _delete_=True),
+    optimizer=dict(_delete_=True, **_base_.lite0_optimizer),
     paramwise_cfg=_base_.lite0_paramwise_cfg)
 optim_wrapper = dict(segmentor=encoder_optim, self_train=encoder_optim)
 param_scheduler = dict(segmentor=[dict(_base_.lite0_poly, end=train_iters)])
