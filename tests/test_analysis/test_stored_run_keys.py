@@ -25,16 +25,17 @@ HISTORIC = {'choice_data3.json'}
 def shipped_configs():
     return {
         osp.basename(p)[:-3]: p
-        for p in glob.glob(osp.join(REPO, 'configs', '**', '*.py'),
-                           recursive=True) if '_base_' not in p
+        for p in glob.glob(
+            osp.join(REPO, 'configs', '**', '*.py'), recursive=True)
+        if '_base_' not in p
     }
 
 
 def test_every_stored_run_is_its_configs_run():
     configs = shipped_configs()
     checked, wrong = 0, []
-    for path in sorted(glob.glob(osp.join(REPO, 'docs', 'toy_runs',
-                                          '*.json'))):
+    for path in sorted(
+            glob.glob(osp.join(REPO, 'docs', 'toy_runs', '*.json'))):
         if osp.basename(path) in HISTORIC:
             continue
         with open(path) as f:

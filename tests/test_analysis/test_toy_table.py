@@ -179,12 +179,11 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     assert json.loads((wd / 'results.json').read_text()) == results
     # with the tag but without the --cfg-options it is another run:
     # refused, not passed off as the tagged one (issue 34)
-    other = tool_server.run(
-        [*cmd[:-len(SHORT_PLAN) - 2], '--force'],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600)
+    other = tool_server.run([*cmd[:-len(SHORT_PLAN) - 2], '--force'],
+                            capture_output=True,
+                            text=True,
+                            env=env,
+                            timeout=600)
     assert other.returncode == 2 and 'ran another config or other ' \
         '--cfg-options: sign_toy+short/5/0' in other.stderr
     assert json.loads((wd / 'results.json').read_text()) == results
