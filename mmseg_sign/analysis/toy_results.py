@@ -44,10 +44,12 @@ def run_key(cfg_path: str,
     return _run_key(cfg_path, amp_dtype, tuple(cfg_options), seed_key)
 
 
-#: top-level keys that only compose other keys (a recipe's parts that
-#: configs read through ``_base_``, configs/_base_/schedules/
-#: lite0_adamw_poly.py): what a run ran is what they compose into
-COMPOSITION_KEYS = ('lite0_optimizer', 'lite0_paramwise_cfg', 'lite0_poly')
+#: top-level keys that only compose other keys (a recipe's parts, written
+#: once and read where they are used: configs/_base_/schedules/
+#: lite0_adamw_poly.py, sign_toy_600_400_400.py): what a run ran is what
+#: they compose into
+COMPOSITION_KEYS = ('lite0_optimizer', 'lite0_paramwise_cfg', 'lite0_poly',
+                    'segmentor_sgd', 'gan_adam')
 
 
 @functools.lru_cache(maxsize=None)  # a command asks once per config

@@ -5,7 +5,11 @@ import os
 import os.path as osp
 import subprocess
 
+import pytest
 from e2e_utils import REPO
+
+# every test here starts the script (a bash process)
+pytestmark = pytest.mark.slow
 
 SCRIPT = osp.join(REPO, 'tools', 'analysis', 'camvid_lite0_campaign.sh')
 

@@ -9,6 +9,9 @@ import tool_server
 import torch
 from e2e_utils import REPO
 
+# every test here starts a tool process
+pytestmark = pytest.mark.slow
+
 TOY = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
 # each tool's command line with OUT as its output (the inputs need not
 # exist: the output is checked first)

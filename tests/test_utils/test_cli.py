@@ -112,6 +112,7 @@ def test_a_cfg_options_key_that_names_nothing_is_refused(tmp_path, tool):
     assert not (tmp_path / 'wd').exists()  # nothing ran
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('tool', ['train.py', 'test.py'])
 def test_a_config_that_is_not_there_is_named(tmp_path, tool):
     """A mistyped config path is an argparse error (exit code 2) that names
