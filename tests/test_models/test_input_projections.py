@@ -104,6 +104,8 @@ def test_segformer_heads_fusion_weights_load_by_name():
 def test_mlp_fusion_refuses_one_level_and_a_wrong_count():
     with pytest.raises(ValueError, match='in_channels must be a list'):
         MLPFusion(40, channels=8)
+    with pytest.raises(ValueError, match='mlp_channels=0: the width'):
+        MLPFusion(IN_CHANNELS, channels=8, mlp_channels=0)
     with pytest.raises(ValueError, match='built for 3 levels, got 2'):
         MLPFusion(IN_CHANNELS, channels=8).project(levels()[:2])
     assert takes_levels(FUSION) and takes_levels(MLPFusion([4], 4))

@@ -80,3 +80,18 @@ def test_command_line_with_cfg_options(tmp_path, toy_root):
         cwd=str(tmp_path))
     assert proc.returncode != 0
     assert str(tmp_path / 'no') in proc.stdout + proc.stderr
+
+
+def test_too_few_images_are_refused_before_any_work(tmp_path):
+    """``--max-images 0 / -5 / 1``: half of the images fit the probe and
+    half score it, so fewer than 2 is an error at the command line (before:
+    an unpack error, an IndexError inside LBFGS)."""
+    for n in ('0', '-5', '1'):
+        proc = tool_server.run(
+            [sys.executable, TOOL, 'cfg.py', 'ckpt.pth', '--max-images', n],
+            capture_output=True,
+            text=True,
+            cwd=str(tmp_path))
+        assert proc.returncode == 2, proc.stderr
+        assert '--max-images must be 2 or more' in proc.stderr
+        assert f'got {n}' in proc.stderr

@@ -81,6 +81,9 @@ def main():
         help='e.g. the test set: test_dataloader.dataset.'
         'ann_file=splits/train_held-out.txt')
     args = parser.parse_args()
+    if args.max_images < 2:  # half fits the probe, half scores it
+        parser.error(f'--max-images must be 2 or more (half of the images '
+                     f'fit the probe, half score it), got {args.max_images}')
     _, model, dataset = model_and_test_set(args.config, args.checkpoint,
                                            args.cfg_options)
     pixels = latent_pixels(model, dataset, args.max_images)

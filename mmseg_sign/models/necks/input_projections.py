@@ -78,6 +78,11 @@ class MLPFusion(BaseModule):
             raise ValueError(
                 'MLPFusion takes several backbone levels: in_channels must '
                 f'be a list (one entry per level), got {in_channels!r}.')
+        if not isinstance(mlp_channels, int) or mlp_channels < 1:
+            raise ValueError(
+                f'MLPFusion mlp_channels={mlp_channels!r}: the width of each '
+                'level\'s projection is a positive integer (the ceiling: '
+                '128).')
         self.in_channels = list(in_channels)
         self.channels = channels
         self.align_corners = align_corners
