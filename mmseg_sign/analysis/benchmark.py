@@ -19,9 +19,11 @@ from ..embeddings import save_class_embeddings
 from ..engine.amp import wrapper_configs
 from ..models.necks.input_projections import takes_levels
 from ..structures.stage_plan import StagePlan
+from .module_profile import module_profile
 from .op_audit import count_iteration
 
 GIB = 2**30
+PROFILED = 3  # iterations of each row's module profile (--profile)
 
 
 class PeakMemory:
@@ -282,7 +284,8 @@ def measure_training(cfg,
                      device: str,
                      warmup: int,
                      repeats: int,
-                     counts: dict = None):
+                     counts: dict = None,
+                     profiles: dict = None):
     """Seconds per training iteration of the baseline and of every SIGN
     stage (with the config's stage options).
 
@@ -296,6 +299,8 @@ def measure_training(cfg,
         repeats (int): measured iterations.
         counts (dict, optional): filled with ``{row name: (operator
             calls, FLOPs)}`` of one more iteration (:func:`count_iteration`).
+        profiles (dict, optional): filled with ``{row name: module
+            table}`` of three more iterations (:func:`module_profile`).
 
     Returns:
         tuple: ``rows`` (``(name, s / iter, images / s, peak bytes)``),
@@ -312,6 +317,12 @@ def measure_training(cfg,
         print(f'  measured {name}: {sec:.3f} s', flush=True)
         if counts is not None:
             counts[name] = count_iteration(lambda: model.train_step(batch, ow))
+        if profiles is not None:
+            profiles[name] = module_profile(
+                model,
+                lambda: model.train_step(batch, ow),
+                PROFILED,
+                device=device)
         return sec
 
     t_base = train_row('baseline: train iteration', models['baseline'],

@@ -33,9 +33,10 @@ from mmengine.config import Config, DictAction
 from mmseg.utils import register_all_modules
 
 import mmseg_sign  # noqa: F401
-from mmseg_sign.analysis.benchmark import (benchmark_models, measure_inference,
-                                           measure_training, print_tables,
-                                           random_batch)
+from mmseg_sign.analysis.benchmark import (PROFILED, benchmark_models,
+                                           measure_inference, measure_training,
+                                           print_tables, random_batch)
+from mmseg_sign.analysis.module_profile import markdown
 from mmseg_sign.analysis.op_audit import print_counts, use_foreach
 from mmseg_sign.engine.optim_wrappers import check_amp_dtype
 from mmseg_sign.utils.cli import merge_cfg_options
@@ -86,8 +87,9 @@ def parse_args(argv=None):
     parser.add_argument(
         '--profile',
         action='store_true',
-        help='print torch.profiler\'s top operators of a '
-        'SIGN train iteration')
+        help='print, per training row, where its time goes module by '
+        'module (torch.profiler, self CPU time of forward and backward '
+        'operators, docs/benchmark.md)')
     args = parser.parse_args(argv)
     if args.device == 'cuda' and not torch.cuda.is_available():
         parser.error('--device cuda, but torch.cuda.is_available() is False '
@@ -111,23 +113,6 @@ def parse_args(argv=None):
     return args
 
 
-def profile(model, ow, batch, device) -> None:
-    """torch.profiler's top operators of three SIGN train iterations."""
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as torch_profile
-    activities = [ProfilerActivity.CPU
-                  ] + ([ProfilerActivity.CUDA] if device == 'cuda' else [])
-    model.train()
-    with torch_profile(activities=activities) as prof:
-        for _ in range(3):
-            model.train_step(batch, ow)
-        if device == 'cuda':
-            torch.cuda.synchronize()
-    print(prof.key_averages().table(
-        sort_by=f'self_{"cuda" if device == "cuda" else "cpu"}_time_total',
-        row_limit=25))
-
-
 def main():
     args = parse_args()
     if args.threads:
@@ -149,16 +134,17 @@ def main():
     batch = random_batch(args.batch_size, args.crop, models['num_classes'],
                          models['unseen'])
     counts = {} if args.count else None
+    profiles = {} if args.profile else None
     rows, times, t_base = measure_training(cfg, models, batch, args.batch_size,
                                            device, args.warmup, args.repeats,
-                                           counts)
-    if args.profile:
-        profile(models['sign'], models['sign_ow'], batch, device)
+                                           counts, profiles)
     infer = measure_inference(models, args.sizes, device, amp_dtype,
                               args.warmup, args.repeats)
     print_tables(rows, infer, times, t_base)
     if counts:
         print_counts(counts)
+    for name, table in (profiles or {}).items():
+        print(markdown(table, PROFILED, name))
 
 
 if __name__ == '__main__':

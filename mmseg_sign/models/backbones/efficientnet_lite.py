@@ -218,12 +218,37 @@ class EfficientNetLite(BaseModule):
             self.out_channels.append(HEAD_CHANNELS)
         self._freeze_stages()
 
-    def forward(self, x):
-        """``[B, 3, H, W]`` → a tuple, one ``[B, C_i, H_i, W_i]`` per
-        ``out_indices`` entry."""
+    def frozen_modules(self) -> list:
+        """The frozen part, in order: the stem and groups ``0 ..
+        frozen_stages - 1`` (empty when ``frozen_stages`` is -1)."""
+        if self.frozen_stages < 0:
+            return []
+        return [self.stem, *self.layers[:self.frozen_stages]]
+
+    def forward_frozen(self, x) -> tuple:
+        """The stem and the frozen groups: ``(last, outs)``, their last
+        feature map and the ``out_indices`` outputs among the groups, to be
+        passed to :meth:`forward` as ``frozen``. A model and its self-training
+        teacher hold the same frozen weights (in eval mode), so they can
+        share this part of the work (``ZeroShotEncoderDecoder``)."""
         x = self.stem(x)
         outs = []
+        for i, layer in enumerate(self.layers[:max(self.frozen_stages, 0)]):
+            x = layer(x)
+            if i in self.out_indices:
+                outs.append(x)
+        return x, outs
+
+    def forward(self, x, frozen=None):
+        """``[B, 3, H, W]`` → a tuple, one ``[B, C_i, H_i, W_i]`` per
+        ``out_indices`` entry; with ``frozen`` (:meth:`forward_frozen`'s
+        result for ``x``) it starts after the frozen part."""
+        if frozen is None:
+            frozen = self.forward_frozen(x)
+        x, outs = frozen[0], list(frozen[1])
         for i, layer in enumerate(self.layers):
+            if i < self.frozen_stages:
+                continue
             x = layer(x)
             if i in self.out_indices:
                 outs.append(x)

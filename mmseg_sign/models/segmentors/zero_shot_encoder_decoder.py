@@ -62,6 +62,7 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         self.stage_cfg: dict = {}
         self.stage_iter = 0  # iteration within the stage (set by the loop)
         self.teacher = None
+        self.teacher_shares_frozen = False  # set by build_teacher
         self._feature_hw = {}  # input (H, W) -> feature (h, w)
         self.compiled_modules = compile_modules(self, compile_cfg)
 
@@ -100,17 +101,46 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         teacher.eval()
         teacher.requires_grad_(False)
         self.teacher = teacher
+        self.teacher_shares_frozen = _same_frozen_part(self, teacher)
+
+    def _frozen_part(self, inputs: torch.Tensor):
+        """The backbone's frozen part for ``inputs`` (its ``forward_frozen``)
+        when the teacher's is the same function, else None.
+
+        A backbone with frozen stages (EfficientNetLite's
+        ``frozen_stages``) holds them in eval mode with fixed weights, so
+        the teacher (a copy) computes bit for bit what the student does
+        there: self-training computes it once for both (with the Lite0
+        CamVid recipe, three quarters of the backbone's forward). Checked
+        when the teacher is built (equal weights and statistics) and at
+        every step (the student's frozen modules in eval mode)."""
+        if not self.teacher_shares_frozen or any(
+                m.training for m in self.backbone.frozen_modules()):
+            return None
+        return self.backbone.forward_frozen(inputs)
+
+    def extract_feat(self, inputs: torch.Tensor, frozen=None):
+        """``EncoderDecoder.extract_feat``; ``frozen``: the backbone's frozen
+        part for ``inputs``, already computed (:meth:`_frozen_part`)."""
+        if frozen is None:
+            return super().extract_feat(inputs)
+        return self.neck(self.backbone(inputs, frozen=frozen))
 
     # ------------------------------------------------------------ inference
-    def extract_inference_feat(self, inputs: torch.Tensor) -> tuple:
+    def extract_inference_feat(self,
+                               inputs: torch.Tensor,
+                               frozen=None) -> tuple:
         """Backbone → SIM in eval mode: ``(F_x, )`` only (the SIM skips
         ``logvar``, which inference does not use); the full
         :meth:`extract_feat` tuple in training mode or with a neck that
-        has no ``features_only`` switch."""
+        has no ``features_only`` switch. ``frozen``: as
+        :meth:`extract_feat`'s."""
         if self.training or not isinstance(self.neck,
                                            SpatialInformationModule):
-            return self.extract_feat(inputs)
-        return self.neck(self.backbone(inputs), features_only=True)
+            return self.extract_feat(inputs, frozen)
+        backbone = self.backbone(inputs) if frozen is None else \
+            self.backbone(inputs, frozen=frozen)
+        return self.neck(backbone, features_only=True)
 
     #: whole-image inputs above this many pixels get a note on the SIM's
     #: cost (its attention is quadratic in the feature pixels)
@@ -267,13 +297,15 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
                     inputs,
                     data_samples,
                     optim_wrapper,
-                    weights: Optional[torch.Tensor] = None):
+                    weights: Optional[torch.Tensor] = None,
+                    frozen=None):
         """Eq. 4 (E, SIM [, C]) and eq. 7 (G, D [+ C]), optimised jointly.
 
         Self-training (``update='train'``) runs the same update with its
         own wrappers on the pseudo-labelled targets in
         ``data_samples``; ``weights`` (``[B, H, W]``, at the label
-        resolution) weigh C's cross-entropy terms per pixel (AST, eq. 16).
+        resolution) weigh C's cross-entropy terms per pixel (AST, eq. 16);
+        ``frozen``: the backbone's frozen part, shared with the teacher.
         """
         wrappers = self._stage_wrappers(optim_wrapper)
         seg_ow, gen_ow, dis_ow = (
@@ -281,7 +313,7 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         head = self.decode_head
 
         def segmentation_losses():
-            feats = self.extract_feat(inputs)
+            feats = self.extract_feat(inputs, frozen)
             return feats, head.loss_segmentation(
                 feats,
                 data_samples,
@@ -407,8 +439,9 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         # the teacher in the student's precision; its softmax and the
         # pseudo-label weights in float32 (pseudo_labels)
         with torch.no_grad(), st_ow.optim_context(self):
+            frozen = self._frozen_part(inputs)
             t_logits = self.teacher.decode_head(
-                self.teacher.extract_inference_feat(inputs))
+                self.teacher.extract_inference_feat(inputs, frozen))
             t_logits = F.interpolate(
                 t_logits,
                 size=inputs.shape[-2:],
@@ -421,7 +454,7 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         if cfg['update'] == 'train':
             log_vars = self._train_step(
                 inputs, head.with_targets(data_samples, targets),
-                optim_wrapper, weights)
+                optim_wrapper, weights, frozen)
             if cfg['synth_weight']:
                 dis_ow = self._stage_wrappers(optim_wrapper)['discriminator']
                 pixels = self._feature_pixels(inputs)
@@ -433,8 +466,22 @@ class ZeroShotEncoderDecoder(SplitChecksMixin, EncoderDecoder):
         else:
             losses = self._losses_for(
                 st_ow, lambda: head.loss_self_train(
-                    self.extract_feat(inputs), targets, weights, cfg[
+                    self.extract_feat(inputs, frozen), targets, weights, cfg[
                         'synth_weight']))
             log_vars = self._update(st_ow, losses)
         log_vars.update(stats)
         return log_vars
+
+
+def _same_frozen_part(student, teacher) -> bool:
+    """Whether both backbones have a frozen part (``frozen_modules``) with
+    equal weights and BN statistics, which the student may then compute for
+    both (:meth:`ZeroShotEncoderDecoder._frozen_part`)."""
+    if not hasattr(student.backbone, 'forward_frozen'):
+        return False
+    mine, theirs = ([
+        t for m in model.backbone.frozen_modules()
+        for t in m.state_dict().values()
+    ] for model in (student, teacher))
+    return bool(mine) and len(mine) == len(theirs) and all(
+        a.shape == b.shape and torch.equal(a, b) for a, b in zip(mine, theirs))
