@@ -937,3 +937,43 @@ def run_case(ctx, case: Case) -> None:
     assert re.search(case.expect, out.text, re.S), (case.expect, out)
     if case.after is not None:
         assert case.after(), f'{case.name}: the after-check failed'
+
+
+def train_config_with_options(body, *options):
+    """tools/train.py on the short config plus ``body``, with
+    ``--cfg-options``; nothing may be written to the work dir."""
+
+    def action(ctx, case):
+        ctx._count += 1
+        cfg = ctx.config(f'train_options_{ctx._count}.py', body)
+        wd = ctx.fresh('wd_train_options')
+        out = ctx.tool('train.py', cfg, '--work-dir', wd, '--cfg-options',
+                       *options)
+        case.after = lambda: os.listdir(wd) == []
+        return out
+
+    return action
+
+
+def train_where_the_lock_cannot_go(ctx, case):
+    """A work dir where the lock file cannot be written (a folder of its
+    name: the OSError a read-only work dir gives, which root meets too)."""
+    from mmseg_sign.utils.work_dir_lock import LOCK_NAME
+    wd = ctx.fresh('wd_lock')
+    os.makedirs(osp.join(wd, LOCK_NAME))
+    out = ctx.tool('train.py', ctx.cfg, '--work-dir', wd)
+    case.after = lambda: os.listdir(wd) == [LOCK_NAME]
+    return out
+
+
+def toy_table_without_its_data(ctx, case):
+    """tools/toy_table.py --data config on two CamVid configs in a folder
+    without their data: one error before any run starts."""
+    wd = ctx.fresh('wd_table_no_data')
+    out = ctx.tool(
+        'toy_table.py',
+        osp.join(REPO, 'configs/sign/sign_lite0_camvid-480x360.py'),
+        osp.join(REPO, 'configs/baselines/cagnet_lite0_camvid-480x360_st.py'),
+        '--data', 'config', '--seeds', '0', '--work-dir', wd)
+    case.after = lambda: os.listdir(wd) == []
+    return out

@@ -42,11 +42,10 @@ import argparse
 import os.path as osp
 import sys
 
-from mmengine.config import DictAction
-
 from mmseg_sign.apis import (REFIT_MODES, AddClassesError, add_classes,
                              save_grown)
 from mmseg_sign.embeddings.sources import parse_source
+from mmseg_sign.utils.cli import CfgOptionsAction
 
 
 def parse_args(argv=None):
@@ -128,7 +127,7 @@ def parse_args(argv=None):
     parser.add_argument(
         '--cfg-options',
         nargs='+',
-        action=DictAction,
+        action=CfgOptionsAction,
         help='override settings of the config')
     return parser.parse_args(argv)
 

@@ -94,7 +94,8 @@ from mmseg_sign.analysis.toy_report import draw_comparison, plot_sweep
 from mmseg_sign.analysis.toy_results import adopt_finished_runs, read_results
 from mmseg_sign.analysis.toy_table import (OWN_DATA, TOY_VAL_SIZE,
                                            config_value, foreign_runs,
-                                           row_stem, run_dir_name, stage_ends,
+                                           missing_data, row_stem,
+                                           run_dir_name, stage_ends,
                                            sweep_points, train_runs)
 from mmseg_sign.utils.atomic import (atomic_write, check_output_dir,
                                      check_output_exists, check_output_file)
@@ -331,6 +332,18 @@ def main():
     runs = [(c, tag, [*args.cfg_options, *options], d, s)
             for d in args.data_seeds for s in args.seeds
             for c, _, tag, options in variants]
+    if args.data == 'config' and not args.report_only:
+        # every run reads its config's data: checked once, before any
+        # starts (a run without it would fail in its own process)
+        missing = {}
+        for c, _, tag, options in variants:
+            for m in missing_data(c, [*args.cfg_options, *options]):
+                missing.setdefault(m, []).append(osp.basename(c))
+        if missing:
+            parser.error('the data these runs read is missing (prepare it '
+                         'as the config says, or point the config at it): ' +
+                         '; '.join(f'{m} (read by {", ".join(cs)})'
+                                   for m, cs in sorted(missing.items())))
     foreign = foreign_runs(results, runs, args.amp_dtype, args.seed_key)
     if foreign:
         parser.error(

@@ -130,7 +130,8 @@ def main():
         cfg.overwrite_checkpoints = True
     try:
         check_resume_source(cfg.work_dir, cfg.get('load_from'), cfg.resume,
-                            bool(cfg.get('overwrite_checkpoints', False)))
+                            bool(cfg.get('overwrite_checkpoints', False)),
+                            args.config)
     except ValueError as err:
         raise SystemExit(f'tools/train.py: error: {err}') from None
 

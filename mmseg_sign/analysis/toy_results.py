@@ -12,9 +12,10 @@ import os.path as osp
 from pathlib import Path
 from typing import Optional
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 
 from ..utils.atomic import atomic_write
+from ..utils.cli import CfgOptionsAction
 
 #: Metric keys (and key prefixes) whose values are percentages.
 PERCENT_KEYS = ('mIoU', 'hIoU')
@@ -77,7 +78,7 @@ def parse_cfg_options(cfg_options) -> dict:
         dict: ``{KEY: value}`` for ``Config.merge_from_dict``.
     """
     parser = argparse.ArgumentParser()
-    parser.add_argument('--options', nargs='+', action=DictAction)
+    parser.add_argument('--options', nargs='+', action=CfgOptionsAction)
     return parser.parse_args(['--options', *cfg_options]).options
 
 

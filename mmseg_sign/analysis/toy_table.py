@@ -175,7 +175,7 @@ def train(cfg_path,
         if work_dir_checkpoints(work_dir):  # under the work dir's lock
             lock_work_dir(work_dir)
             try:
-                set_aside_checkpoints(work_dir)
+                set_aside_checkpoints(work_dir, cfg_path)
             finally:
                 unlock_work_dir(work_dir)
         options.append(f'load_from={shared[0]}')
@@ -238,6 +238,47 @@ def _resolved(cfg_path, cfg_options=()) -> Config:
     if cfg_options:
         cfg.merge_from_dict(parse_cfg_options(cfg_options))
     return cfg
+
+
+def _dataset_folders(dataset: dict) -> list:
+    """The folders a dataset config reads: ``data_root`` joined with each
+    ``data_prefix`` entry (a wrapper's inner ``dataset`` too)."""
+    folders = []
+    inner = dataset.get('dataset')
+    if isinstance(inner, dict):
+        folders += _dataset_folders(inner)
+    root = dataset.get('data_root') or ''
+    prefix = dataset.get('data_prefix') or {}
+    if root or prefix:
+        folders += [osp.join(root, p) for p in prefix.values() if p] or [root]
+    return folders
+
+
+def missing_data(cfg_path, cfg_options=()) -> list:
+    """What a config's run would read and is not there: its training and
+    validation folders and its class-embedding table, as ``'what: path'``
+    (paths relative to the working directory, as tools/train.py reads
+    them). Checked once for every config before any run starts.
+
+    Args:
+        cfg_path (str): the config.
+        cfg_options (Sequence[str]): its ``--cfg-options``.
+
+    Returns:
+        list[str]: one entry per missing path.
+    """
+    cfg = _resolved(cfg_path, cfg_options)
+    missing = []
+    for loader in ('train_dataloader', 'val_dataloader'):
+        dataset = (cfg.get(loader) or {}).get('dataset') or {}
+        missing += [
+            f'{loader} folder {path}' for path in _dataset_folders(dataset)
+            if not osp.isdir(path)
+        ]
+    table = cfg.get('model', {}).get('decode_head', {}).get('class_embeddings')
+    if isinstance(table, str) and not osp.isfile(table):
+        missing.append(f'class-embedding table {table}')
+    return missing
 
 
 def unfinished_checkpoint(cfg_path, work_dir, cfg_options=()):

@@ -10,6 +10,8 @@ and docs/reproduction.md.
 """
 import math
 import numbers
+from collections.abc import Mapping
+from collections.abc import Sequence as SequenceABC
 from typing import Dict, Iterator, List, Optional, Sequence
 
 #: self-training pseudo-label modes (section 3.4): AST (eq. 16), ZS3Net's
@@ -134,10 +136,53 @@ def check_mode_options(index: int, stage: dict) -> None:
             f"{where}: mode={mode!r} does not use "
             f'{", ".join(unused)} (it reads '
             f'{", ".join(sorted(own)) or "none of the mode options"}); '
-            'the value would be accepted and ignored. Remove it, or '
-            'choose the mode that uses it: ' +
+            'the value would be accepted and ignored. Remove it (on the '
+            'command line: ' + ' '.join(f'train_cfg.stages.{index}.{k}=None'
+                                        for k in unused) +
+            '), or choose the mode that uses it: ' +
             '; '.join(f"{k}: mode={' or '.join(map(repr, m))}"
                       for k, m in users.items()) + '.')
+
+
+def check_plan_type(stages) -> None:
+    """A plan is a list of stage dicts; anything else (a dict, a stage
+    name, a list of names) is refused naming what was given and the form.
+
+    Raises:
+        ValueError: naming the value and the fix.
+    """
+    form = ("train_cfg.stages is a list with one dict per stage, e.g. "
+            "[dict(name='train', iters=600), dict(name='transfer', "
+            "iters=400), dict(name='self_train', iters=400)]")
+    if isinstance(stages, Mapping):
+        raise ValueError(
+            f'{form}; got a dict with keys {sorted(stages)}. To change one '
+            'stage from the command line, set its keys one at a time: '
+            '--cfg-options train_cfg.stages.0.iters=8.')
+    if isinstance(stages, (str, bytes)) or not isinstance(stages, SequenceABC):
+        raise ValueError(f'{form}; got {stages!r}.')
+    for i, stage in enumerate(stages):
+        if not isinstance(stage, Mapping):
+            hint = f" (dict(name={stage!r}, iters=N))" if isinstance(
+                stage, str) else ''
+            raise ValueError(f'{form}; stages[{i}] is {stage!r}, not a '
+                             f'dict{hint}.')
+
+
+def without_unset(stage: dict) -> dict:
+    """A stage without the mode options set to ``None``: None unsets one
+    (``--cfg-options train_cfg.stages.1.block_iters=None``, the command
+    line's way to remove a key when switching the stage's mode).
+
+    Args:
+        stage (dict): a stage as written.
+
+    Returns:
+        dict: a copy without them.
+    """
+    modes = MODE_OPTIONS.get(stage.get('name'), {})
+    options = set().union(*modes.values()) if modes else set()
+    return {k: v for k, v in stage.items() if not (v is None and k in options)}
 
 
 def without_other_modes(stage: dict) -> dict:
@@ -312,9 +357,11 @@ class StagePlan:
     """
 
     def __init__(self, stages: Sequence[dict]):
+        check_plan_type(stages)
         if not stages:
             raise ValueError('train_cfg.stages: a SIGN stage plan needs at '
                              'least one stage.')
+        stages = [without_unset(s) for s in stages]
         self.stages: List[dict] = [
             stage_options(i, s) for i, s in enumerate(stages)
         ]

@@ -8,6 +8,31 @@ import re
 from mmengine.config import DictAction
 
 
+class CfgOptionsAction(DictAction):
+    """mmengine's ``DictAction`` (``--cfg-options KEY=VALUE ...``), with a
+    clear error where it has none: an option without ``=`` (a raw
+    ValueError) and a value it cannot parse (``dict(...)``: its parser
+    recursed until Python stopped it)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        for kv in values:
+            key, sep, val = kv.partition('=')
+            if not sep or not key:
+                parser.error(f'{option_string} {kv}: each option is '
+                             'KEY=VALUE, e.g. train_cfg.stages.0.iters=8.')
+            try:
+                self._parse_iterable(val)
+            except (RecursionError, AssertionError, ValueError):
+                parser.error(
+                    f'{option_string} {kv}: mmengine reads numbers, strings, '
+                    'None, True / False, lists "[a,b]" and tuples "(a,b)" '
+                    'here, not this value. Set one key at a time (e.g. '
+                    f'{key}.0.iters=8 or {key}.KEY=VALUE), or write a config '
+                    'that inherits this one (_base_ = [...]) and changes '
+                    'it.')
+        super().__call__(parser, namespace, values, option_string)
+
+
 def add_runner_args(parser: argparse.ArgumentParser) -> None:
     """Add ``--cfg-options``, ``--launcher`` and ``--local-rank``.
 
@@ -17,7 +42,7 @@ def add_runner_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--cfg-options',
         nargs='+',
-        action=DictAction,
+        action=CfgOptionsAction,
         help='override some settings in the used config, the key-value pair '
         'in xxx=yyy format will be merged into config file. If the value to '
         'be overwritten is a list, it should be like key="[a,b]" or key=a,b '

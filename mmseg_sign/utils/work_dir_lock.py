@@ -69,7 +69,14 @@ def lock_work_dir(work_dir: str) -> Optional[str]:
     path = osp.join(key, LOCK_NAME)
     if key in _held:
         return path
-    lock_file = open(path, 'a+')
+    try:
+        lock_file = open(path, 'a+')
+    except OSError as err:  # a read-only work dir, a folder of that name
+        raise ValueError(
+            f'the work dir {work_dir} cannot hold the run\'s lock file '
+            f'{path} ({err.strerror or err}): a run writes its lock, logs '
+            'and checkpoints there. Give a --work-dir this user can write '
+            'to, or make this one writable (chmod u+w).') from None
     try:
         fcntl.lockf(lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:  # BlockingIOError: held by another process
@@ -192,7 +199,8 @@ _resume_checked = set()
 def check_resume_source(work_dir: str,
                         load_from: Optional[str],
                         resume: bool,
-                        overwrite: bool = False) -> None:
+                        overwrite: bool = False,
+                        config_file: Optional[str] = None) -> None:
     """The checkpoints a run would write over, refused before it starts:
 
     * a run without ``--resume`` in a work dir that holds checkpoints (of
@@ -216,6 +224,8 @@ def check_resume_source(work_dir: str,
         resume (bool): ``cfg.resume``.
         overwrite (bool): ``cfg.overwrite_checkpoints``: a new run may
             replace the work dir's checkpoints.
+        config_file (str, optional): the run's config: with ``overwrite``,
+            the old run's record of it is set aside with its checkpoints.
 
     Raises:
         ValueError: naming the checkpoints and the fixes.
@@ -224,7 +234,7 @@ def check_resume_source(work_dir: str,
                bool(overwrite))
     if checked in _resume_checked:  # this process checked it already
         return
-    _check_resume_source(work_dir, load_from, resume, overwrite)
+    _check_resume_source(work_dir, load_from, resume, overwrite, config_file)
     _resume_checked.add(checked)
 
 
@@ -245,8 +255,11 @@ def work_dir_checkpoints(work_dir: str) -> list:
         if n.endswith('.pth') or n == 'last_checkpoint')
 
 
-def _check_resume_source(work_dir: str, load_from: Optional[str], resume: bool,
-                         overwrite: bool) -> None:
+def _check_resume_source(work_dir: str,
+                         load_from: Optional[str],
+                         resume: bool,
+                         overwrite: bool,
+                         config_file: Optional[str] = None) -> None:
     if resume and overwrite:
         raise ValueError(
             '--resume continues the run in the work dir and '
@@ -256,7 +269,7 @@ def _check_resume_source(work_dir: str, load_from: Optional[str], resume: bool,
         check_last_checkpoint(work_dir)
     own = [n for n in work_dir_checkpoints(work_dir) if n.endswith('.pth')]
     if not resume and own and overwrite and _rank() == 0:
-        set_aside_checkpoints(work_dir)
+        set_aside_checkpoints(work_dir, config_file)
         return
     if not resume and own and not overwrite:
         listed = f'{", ".join(own[:3])}{", ..." if len(own) > 3 else ""}'
@@ -285,19 +298,26 @@ def _check_resume_source(work_dir: str, load_from: Optional[str], resume: bool,
         '--resume.')
 
 
-def set_aside_checkpoints(work_dir: str) -> str:
+def set_aside_checkpoints(work_dir: str,
+                          config_file: Optional[str] = None) -> str:
     """A new run replaces the work dir's (``--overwrite-checkpoints``): the
     old run's checkpoints and ``last_checkpoint`` move to
     ``WORK_DIR/replaced_TIMESTAMP/``, so that none of them passes for the new
     run's (a shorter plan left the old ``iter_8.pth`` beside the new
     ``iter_2-6.pth``, and "the latest" was the old model)
-    and none is lost. Called under the work dir's lock, on rank 0.
+    and none is lost; so does its record of ``config_file``
+    (``WORK_DIR/basename(config_file)``, which the new run's dump would
+    replace). Called under the work dir's lock, on rank 0.
 
     Args:
         work_dir (str): the work dir.
+        config_file (str, optional): the new run's config.
 
     Returns:
         str: the folder they went to.
+
+    Raises:
+        ValueError: the work dir cannot be written (naming it and the fix).
     """
     stamp = time.strftime('%Y%m%d_%H%M%S')
     folder = osp.join(work_dir, f'replaced_{stamp}')
@@ -305,10 +325,21 @@ def set_aside_checkpoints(work_dir: str) -> str:
     while osp.exists(folder):
         n += 1
         folder = osp.join(work_dir, f'replaced_{stamp}_{n}')
-    os.makedirs(folder)
     names = work_dir_checkpoints(work_dir)
-    for name in names:
-        os.replace(osp.join(work_dir, name), osp.join(folder, name))
+    record = osp.basename(config_file) if config_file else None
+    if record and osp.isfile(osp.join(work_dir, record)) and \
+            config_dump_target(config_file, work_dir) is None:
+        names.append(record)
+    try:
+        os.makedirs(folder)
+        for name in names:
+            os.replace(osp.join(work_dir, name), osp.join(folder, name))
+    except OSError as err:
+        raise ValueError(
+            f'--overwrite-checkpoints: cannot move the earlier run\'s '
+            f'checkpoints in {work_dir} aside to {folder} ('
+            f'{err.strerror or err}). Make the work dir writable (chmod '
+            'u+w), or give this run another --work-dir.') from None
     print_log(
         f'--overwrite-checkpoints: the earlier run\'s {len(names)} '
         f'checkpoint file(s) ({", ".join(names[:3])}'

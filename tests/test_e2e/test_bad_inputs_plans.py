@@ -185,6 +185,53 @@ CASES = [
         act.train_with_bad_last_val_label,
         r'LAST\.png: label values \[200\] are neither a class index',
         traceback_ok=True),
+    # ---- issue 61 (round 8), B: the plan's form and the command line
+    Case(
+        'plan_a_list_of_names', 'tools/train.py --cfg-options '
+        'train_cfg.stages=[train]',
+        act.train_with_options('train_cfg.stages=[train]'),
+        r"train_cfg\.stages is a list with one dict per stage.*stages\[0\] "
+        r"is 'train', not a dict \(dict\(name='train', iters=N\)\)"),
+    Case(
+        'plan_a_dict', "a config with train_cfg = dict(stages=dict("
+        "_delete_=True, name='train', iters=2))",
+        act.train_with("train_cfg = dict(stages=dict(_delete_=True, "
+                       "name='train', iters=2))"),
+        r"got a dict with keys \['iters', 'name'\].*--cfg-options "
+        r'train_cfg\.stages\.0\.iters=8'),
+    Case(
+        'plan_dict_on_the_command_line',
+        "tools/train.py --cfg-options \"train_cfg.stages=dict(name='train',"
+        "iters=2)\"",
+        act.train_with_options("train_cfg.stages=dict(name='train',iters=2)"),
+        r'mmengine reads numbers, strings, None, True / False, lists .* not '
+        r'this value\. Set one key at a time \(e\.g\. '
+        r'train_cfg\.stages\.0\.iters=8'),
+    Case(
+        'mode_switch_from_the_command_line',
+        'tools/train.py --cfg-options train_cfg.stages.1.mode=classifier on '
+        'a plan whose transfer stage sets block_iters',
+        act.train_config_with_options(
+            "train_cfg = dict(stages=[dict(name='train', iters=2), dict("
+            "name='transfer', iters=4, block_iters=2)])",
+            'train_cfg.stages.1.mode=classifier'),
+        r"mode='classifier' does not use block_iters .*Remove it \(on the "
+        r'command line: train_cfg\.stages\.1\.block_iters=None\)'),
+    Case(
+        'work_dir_cannot_hold_the_lock',
+        'tools/train.py --work-dir WD, where WD cannot hold the lock file '
+        '(read-only; here a folder of its name)',
+        act.train_where_the_lock_cannot_go,
+        r'the work dir .* cannot hold the run.s lock file .*\.train\.lock '
+        r'\(Is a directory\).*Give a --work-dir this user can write to'),
+    Case(
+        'toy_table_without_the_data',
+        'tools/toy_table.py --data config on two CamVid configs, data not '
+        'prepared', act.toy_table_without_its_data,
+        r'the data these runs read is missing .*class-embedding table '
+        r'data/embeddings/camvid10_cagnet_fasttext_word2vec\.npz \(read by '
+        r'sign_lite0_camvid-480x360\.py, cagnet_lite0_camvid-480x360_st\.py'
+        r'\)'),
     Case(
         'empty_unseen_set_train_only',
         'unseen_classes=() in every dataset, a train-only plan, the GZSL '

@@ -101,3 +101,23 @@ def test_runs_started_in_the_same_second_keep_their_own_log_folders(
     assert claim_log_dir(str(tmp_path / 'w2'), 'T') == 'T'
     assert claim_log_dir(str(tmp_path / 'w2'), 'T') == 'T_1'
     assert sorted(p.name for p in (tmp_path / 'w2').iterdir()) == ['T', 'T_1']
+
+
+def test_overwriting_a_run_keeps_its_record_of_the_config(tmp_path):
+    """overwrite_checkpoints=True through a Runner alone (mmseg's tools,
+    mim: no tools/train.py check before it is built): the replaced run's
+    record of the config goes aside with its checkpoints before this run's
+    dump is written."""
+    import os
+    cfg = tmp_path / 'my_cfg.py'
+    cfg.write_text('value = 2\noverwrite_checkpoints = True\n')
+    wd = tmp_path / 'wd'
+    wd.mkdir()
+    (wd / 'my_cfg.py').write_text('value = 1\n')  # the old run's record
+    (wd / 'iter_4.pth').write_bytes(b'old')
+    _runner(cfg, wd)
+    assert 'value = 2' in (wd / 'my_cfg.py').read_text()
+    aside = [d for d in os.listdir(wd) if d.startswith('replaced_')]
+    assert len(aside) == 1
+    assert (wd / aside[0] / 'my_cfg.py').read_text() == 'value = 1\n'
+    assert (wd / aside[0] / 'iter_4.pth').read_bytes() == b'old'

@@ -110,7 +110,18 @@ def test_stage_derivation_from_iteration():
          ),
         ([dict(name='transfer', iters=4, mode='classifier', block_iters=2)],
          r"mode='classifier' does not use block_iters \(it reads none of the "
-         r"mode options\).*block_iters: mode='alternate'"),
+         r"mode options\).*Remove it \(on the command line: "
+         r"train_cfg\.stages\.0\.block_iters=None\).*block_iters: "
+         r"mode='alternate'"),
+        # a plan that is not a list of stage dicts
+        (['train', 'transfer'], r"train_cfg\.stages is a list with one dict "
+         r"per stage.*stages\[0\] is 'train', not a dict \(dict\(name="
+         r"'train', iters=N\)\)"),
+        (dict(name='train', iters=2), r"got a dict with keys \['iters', "
+         r"'name'\]\. To change one stage from the command line.*"
+         r'train_cfg\.stages\.0\.iters=8'),
+        ('train', r"list with one dict per stage.*got 'train'\."),
+        ([dict(name='train', iters=2), 3], r'stages\[1\] is 3, not a dict\.'),
     ])
 def test_stage_plan_errors(stages, message):
     with pytest.raises(ValueError, match=message):
@@ -150,6 +161,34 @@ def test_mode_options_given_for_their_mode_are_fine():
     assert plan.describe() == 'train 2 + transfer 2 + self_train 2'
     assert {k: plan[1][k] for k in transfer} == transfer
     assert {k: plan[2][k] for k in ast} == ast
+
+
+def test_none_unsets_a_mode_option():
+    """The command line cannot remove a key: a mode option set to None is
+    unset (switching a stage's mode with --cfg-options), the default
+    filled in where the mode reads it; None elsewhere keeps its meaning."""
+    plan = StagePlan([
+        dict(
+            name='transfer',
+            iters=4,
+            block_iters=None,
+            mode='classifier',
+            fake_weight=None),
+        dict(
+            name='self_train',
+            iters=2,
+            mode='ST',
+            temperature=None,
+            candidates=None,
+            max_pseudo_ratio=None)
+    ])
+    assert plan[0]['mode'] == 'classifier'
+    assert plan[0]['block_iters'] == 100 and plan[0]['fake_weight'] == 0.25
+    assert plan[1]['temperature'] == 2.0 and plan[1]['top_p'] == 75.0
+    assert plan[1]['max_pseudo_ratio'] is None
+    # where the mode reads it, None is its default
+    alt = StagePlan([dict(name='transfer', iters=200, block_iters=None)])
+    assert alt[0]['block_iters'] == 100
 
 
 def test_stage_plan_defaults_are_the_authors_recipe():

@@ -130,3 +130,38 @@ def test_a_config_that_is_not_there_is_named(tmp_path, tool):
     assert ("config 'configs/sign/sign_tyo.py': no such file (relative "
             f"paths are read from {tmp_path})") in proc.stderr
     assert 'Traceback' not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    'option, message',
+    [("train_cfg.stages=dict(name='train',iters=2)",
+      r"--cfg-options train_cfg\.stages=dict\(name='train',iters=2\): "
+      r'mmengine reads numbers, strings, None.*not this value\. Set one key '
+      r'at a time \(e\.g\. train_cfg\.stages\.0\.iters=8'),
+     ('train_cfg.stages', r'--cfg-options train_cfg\.stages: each option is '
+      r'KEY=VALUE'), ('=3', r'--cfg-options =3: each option is KEY=VALUE')])
+def test_cfg_options_it_cannot_parse_are_a_usage_error(option, message,
+                                                       capsys):
+    """mmengine's DictAction recursed until Python stopped it on
+    ``dict(...)`` and raised a bare ValueError on an option without ``=``:
+    every tool's --cfg-options (CfgOptionsAction) now says what it reads."""
+    import argparse
+
+    from mmseg_sign.utils.cli import add_runner_args
+    parser = argparse.ArgumentParser(prog='tools/train.py')
+    add_runner_args(parser)
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args(['--cfg-options', option])
+    assert exit_info.value.code == 2
+    import re
+    err = capsys.readouterr().err
+    assert re.search(message, err), err
+    # what it reads is still parsed as mmengine parses it
+    args = parser.parse_args(
+        ['--cfg-options', 'a.b=[1,2]', 'c=(x,y)', 'd=None', 'e=0.5'])
+    assert args.cfg_options == dict({
+        'a.b': [1, 2],
+        'c': ('x', 'y'),
+        'd': None,
+        'e': 0.5
+    })

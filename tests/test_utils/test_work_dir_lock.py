@@ -1,7 +1,9 @@
 """utils/work_dir_lock.py's checks of the checkpoints a run would write
 over (check_resume_source), on hand-made work dirs; the same cases through
 tools/train.py and mmseg's tool: tests/test_e2e/test_output_guard.py."""
+import os
 import os.path as osp
+import time
 
 import pytest
 
@@ -108,3 +110,50 @@ def test_a_copied_work_dir_resumes_its_own_checkpoint(tmp_path):
             match=r'names .*wd/iter_4\.pth, outside this work dir .* holds '
             r'no iter_4\.pth'):
         check_resume_source(bare, None, True)
+
+
+def test_overwriting_sets_the_old_record_of_the_config_aside(tmp_path):
+    """--overwrite-checkpoints: the earlier run's record of the config
+    (WORK_DIR/CONFIG.py, which the new run's dump replaces) goes with its
+    checkpoints; another config's record and the config file itself stay."""
+    import os
+    wd = _work_dir(tmp_path, 'iter_2.pth', 'last_checkpoint', 'cfg.py',
+                   'other.py')
+    config = tmp_path / 'configs' / 'cfg.py'
+    config.parent.mkdir()
+    config.write_text('x = 1')
+    check_resume_source(
+        wd, None, resume=False, overwrite=True, config_file=str(config))
+    moved = [d for d in os.listdir(wd) if d.startswith('replaced_')]
+    assert sorted(os.listdir(osp.join(
+        wd, moved[0]))) == ['cfg.py', 'iter_2.pth', 'last_checkpoint']
+    assert osp.isfile(osp.join(wd, 'other.py'))
+
+
+def test_a_work_dir_that_cannot_hold_the_lock_is_named(tmp_path):
+    """A read-only work dir (or a folder where the lock file goes: the same
+    OSError, which root meets too) is a ValueError naming it, not the raw
+    OSError; so is a work dir whose checkpoints cannot be moved aside."""
+    from mmseg_sign.utils.work_dir_lock import (LOCK_NAME, lock_work_dir,
+                                                set_aside_checkpoints)
+    wd = tmp_path / 'wd'
+    (wd / LOCK_NAME).mkdir(parents=True)
+    with pytest.raises(
+            ValueError,
+            match=rf'the work dir {wd} cannot hold the run.s lock file '
+            rf'{wd}/{LOCK_NAME} \(Is a directory\).*--work-dir.*chmod u\+w'):
+        lock_work_dir(str(wd))
+    # a dangling link where the set-aside folder goes (os.path.exists is
+    # False for it, so it is the name chosen, and no folder can be made)
+    busy = _work_dir(tmp_path / 'busy', 'iter_2.pth')
+    now = time.time()
+    for t in (now, now + 1, now + 2):
+        stamp = time.strftime('%Y%m%d_%H%M%S', time.localtime(t))
+        os.symlink(tmp_path / 'nowhere', osp.join(busy, f'replaced_{stamp}'))
+    with pytest.raises(
+            ValueError,
+            match=r'--overwrite-checkpoints: cannot move the earlier run.s '
+            rf'checkpoints in {busy} aside to {busy}/replaced_.*Make the work '
+            r'dir writable.*another --work-dir'):
+        set_aside_checkpoints(busy)
+    assert work_dir_checkpoints(busy) == ['iter_2.pth']  # nothing lost

@@ -29,7 +29,7 @@ the launch count a GPU pays for and the compute floor it can approach
 import argparse
 
 import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmseg.utils import register_all_modules
 
 import mmseg_sign  # noqa: F401
@@ -39,7 +39,7 @@ from mmseg_sign.analysis.benchmark import (PROFILED, benchmark_models,
 from mmseg_sign.analysis.module_profile import markdown
 from mmseg_sign.analysis.op_audit import print_counts, use_foreach
 from mmseg_sign.engine.optim_wrappers import check_amp_dtype
-from mmseg_sign.utils.cli import merge_cfg_options
+from mmseg_sign.utils.cli import CfgOptionsAction, merge_cfg_options
 
 MIN_SIZE = 32  # smallest benchmark input: 4×4 features at output stride 8
 
@@ -70,7 +70,7 @@ def parse_args(argv=None):
     parser.add_argument(
         '--cfg-options',
         nargs='+',
-        action=DictAction,
+        action=CfgOptionsAction,
         help='override config settings, e.g. '
         'model.neck.encoder_cfg.key_pool=4')
     parser.add_argument(

@@ -12,13 +12,13 @@ each class. The CamVid configs' weights were made with it (docs/camvid.md).
 import argparse
 
 import numpy as np
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmseg.registry import DATASETS
 
 from mmseg_sign.analysis.class_weights import (ENET_C, enet_class_weights,
                                                label_counts)
-from mmseg_sign.utils.cli import merge_cfg_options
+from mmseg_sign.utils.cli import CfgOptionsAction, merge_cfg_options
 
 
 def parse_args(argv=None):
@@ -32,7 +32,7 @@ def parse_args(argv=None):
     parser.add_argument(
         '--cfg-options',
         nargs='+',
-        action=DictAction,
+        action=CfgOptionsAction,
         help='override config settings (e.g. '
         'train_dataloader.dataset.ann_file=...)')
     args = parser.parse_args(argv)

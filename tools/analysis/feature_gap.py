@@ -32,10 +32,10 @@ import json
 
 import torch
 import torch.nn.functional as F
-from mmengine.config import DictAction
 from mmengine.dataset import pseudo_collate
 
 from mmseg_sign.apis.inference import model_and_test_set
+from mmseg_sign.utils.cli import CfgOptionsAction
 
 
 def real_features(model,
@@ -159,7 +159,7 @@ def main():
     parser.add_argument(
         '--cfg-options',
         nargs='+',
-        action=DictAction,
+        action=CfgOptionsAction,
         help='e.g. the test set: test_dataloader.dataset.'
         'ann_file=splits/train_held-out.txt')
     args = parser.parse_args()

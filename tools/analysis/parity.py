@@ -17,7 +17,7 @@ device names the kernel that computes something else there.
 import argparse
 import json
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
 from mmseg_sign.analysis.parity import (SETTING_HELP, compare, fixed_batch,
@@ -26,7 +26,7 @@ from mmseg_sign.analysis.parity import (SETTING_HELP, compare, fixed_batch,
 from mmseg_sign.structures import StagePlan
 from mmseg_sign.utils.atomic import (atomic_write, check_output_file,
                                      dataset_folders)
-from mmseg_sign.utils.cli import merge_cfg_options
+from mmseg_sign.utils.cli import CfgOptionsAction, merge_cfg_options
 
 
 def parse_args(argv=None):
@@ -63,7 +63,7 @@ def parse_args(argv=None):
         help='also list every ATen operator of each step, '
         'by kind (mmseg_sign/analysis/op_audit.py)')
     parser.add_argument('--out', help='write the rows as json')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction)
     parser.add_argument(
         '--force',
         action='store_true',

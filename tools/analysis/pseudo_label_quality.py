@@ -27,7 +27,7 @@ import json
 
 import torch
 import torch.nn.functional as F
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.dataset import pseudo_collate
 from mmengine.registry import init_default_scope
 
@@ -36,7 +36,7 @@ from mmseg_sign.evaluation.pseudo_label_quality import (pseudo_label_groups,
                                                         summarise)
 from mmseg_sign.utils.atomic import (atomic_write, check_output_file,
                                      dataset_folders)
-from mmseg_sign.utils.cli import merge_cfg_options
+from mmseg_sign.utils.cli import CfgOptionsAction, merge_cfg_options
 
 
 def self_train_stage(cfg: Config) -> dict:
@@ -64,7 +64,7 @@ def main():
         'starts (the teacher)')
     parser.add_argument('--max-images', type=int, default=None)
     parser.add_argument('--out', help='write the report as JSON here')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction)
     parser.add_argument(
         '--force',
         action='store_true',

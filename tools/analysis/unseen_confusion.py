@@ -14,14 +14,14 @@ import argparse
 
 import numpy as np
 import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from mmseg.apis import inference_model
 from mmseg.registry import DATASETS
 
 from mmseg_sign.apis.inference import init_model_checked
 from mmseg_sign.engine.hooks import CheckpointMismatchError
-from mmseg_sign.utils.cli import merge_cfg_options
+from mmseg_sign.utils.cli import CfgOptionsAction, merge_cfg_options
 from mmseg_sign.utils.device import check_device
 
 
@@ -108,7 +108,7 @@ def main(argv=None):
         action='store_true',
         help='every class, not only the unseen ones')
     parser.add_argument('--device', default='cpu')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction)
     args = parser.parse_args(argv)
     if args.top < 1:
         parser.error(f'--top must be >= 1, got {args.top}.')

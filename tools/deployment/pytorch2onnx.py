@@ -26,13 +26,13 @@ agreement; it fails below ``--min-agreement`` percent.
 """
 import argparse
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 
 from mmseg_sign.deployment.onnx import (EXPORTERS, OUTPUTS, ExportError,
                                         compare, default_shape, export,
                                         load_model, test_images)
 from mmseg_sign.utils.atomic import check_output_file, dataset_folders
-from mmseg_sign.utils.cli import merge_cfg_options
+from mmseg_sign.utils.cli import CfgOptionsAction, merge_cfg_options
 
 
 def parse_args(argv=None):
@@ -89,7 +89,7 @@ def parse_args(argv=None):
     parser.add_argument(
         '--cfg-options',
         nargs='+',
-        action=DictAction,
+        action=CfgOptionsAction,
         help='override config settings, xxx=yyy (as tools/test.py)')
     parser.add_argument(
         '--force',

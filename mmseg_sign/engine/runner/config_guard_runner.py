@@ -9,7 +9,9 @@ from mmengine.logging import print_log
 from mmengine.runner import Runner
 from mmseg.registry import RUNNERS
 
-from ...utils.work_dir_lock import check_config_dump
+from ...utils.work_dir_lock import (check_config_dump, lock_work_dir,
+                                    set_aside_checkpoints,
+                                    work_dir_checkpoints)
 
 
 class OnceFormattedConfig(Config):
@@ -92,7 +94,8 @@ class ConfigGuardRunner(Runner):
       ``WORK_DIR/TIMESTAMP/cfg.py`` (where mmengine keeps every run's
       ``vis_data/config.py`` too), and the log says where.
       ``overwrite_checkpoints=True`` (a new run that replaces the old
-      one) replaces the record as well.
+      one) moves the old record aside with the old run's checkpoints
+      (``WORK_DIR/replaced_TIMESTAMP/``) and writes its own.
 
     Its config formats its text once (:class:`OnceFormattedConfig`): a run
     starts ~3 s sooner on a CPU core, and each checkpoint is written ~0.7 s
@@ -118,6 +121,12 @@ class ConfigGuardRunner(Runner):
         name = osp.basename(self.cfg.filename) if self.cfg.filename \
             else f'{self.timestamp}.py'
         record = osp.join(self.work_dir, name)
+        if osp.isfile(record) and self.cfg.get('overwrite_checkpoints') and \
+                work_dir_checkpoints(self.work_dir) and self.cfg.filename:
+            # mmseg's tools / mim (WorkDirLockHook checks later): the run
+            # this one replaces keeps its record beside its checkpoints
+            lock_work_dir(self.work_dir)
+            set_aside_checkpoints(self.work_dir, self.cfg.filename)
         if osp.isfile(record) and not self.cfg.get('overwrite_checkpoints'):
             with open(record, encoding='utf-8') as f:
                 same = f.read() == self.cfg.pretty_text
