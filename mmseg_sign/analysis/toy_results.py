@@ -50,7 +50,7 @@ def run_key(cfg_path: str,
 #: lite0_adamw_poly.py, sign_toy_600_400_400.py): what a run ran is what
 #: they compose into
 COMPOSITION_KEYS = ('lite0_optimizer', 'lite0_paramwise_cfg', 'lite0_poly',
-                    'segmentor_sgd', 'gan_adam')
+                    'segmentor_sgd', 'gan_adam', 'ast_stage')
 
 
 @functools.lru_cache(maxsize=None)  # a command asks once per config

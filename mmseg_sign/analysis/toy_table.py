@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import zipfile
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Optional
 
 import torch
@@ -26,8 +26,8 @@ from ..utils.work_dir_lock import (lock_work_dir, set_aside_checkpoints,
 from .logs import logged_records
 from .toy_data import check_toy_data, make_toy_dataset
 from .toy_markdown import KEYS
-from .toy_results import (RUN_RESULT, keep_run, parse_cfg_options, record_run,
-                          run_key)
+from .toy_results import (COMPOSITION_KEYS, RUN_RESULT, keep_run,
+                          parse_cfg_options, record_run, run_key)
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
@@ -215,7 +215,7 @@ def _what_it_computes(cfg: Config, stages=None) -> str:
     and the checkpoint interval; with ``stages``, its plan cut to the first
     ``stages`` stages (what a run computes up to their end)."""
     cfg = copy.deepcopy(cfg)
-    for key in _DUMP_ONLY:
+    for key in (*_DUMP_ONLY, *COMPOSITION_KEYS):
         cfg.pop(key, None)
     *parents, leaf = CHECKPOINT_INTERVAL.split('.')
     c = cfg
@@ -224,7 +224,8 @@ def _what_it_computes(cfg: Config, stages=None) -> str:
     c.pop(leaf, None)
     if stages is not None:
         cfg.train_cfg.stages = list(cfg.train_cfg.stages[:stages])
-    return cfg.pretty_text
+    # canonical text of the values (not pretty_text: yapf takes ~0.5 s)
+    return json.dumps(cfg.to_dict(), sort_keys=True, default=repr)
 
 
 def _iteration(checkpoint: str) -> int:
@@ -569,17 +570,29 @@ def train_runs(todo,
     for c, *_ in todo:
         takes_class_table(c)  # cached before the threads ask
     failed = []
+    starts = start_siblings(todo, checkpoint_interval)
+    pending, running, ended = list(range(len(todo))), {}, set()
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        futures = {
-            pool.submit(run, c, wd, d, s, amp_dtype, options, tag, threads,
-                        seed_key, checkpoint_interval):
-            (f'{row_stem(c, amp_dtype, tag)}/{d}/{s}', keys[c,
-                                                            tuple(options)],
-             osp.join(wd, run_dir_name(row_stem(c, amp_dtype, tag), d, s)))
-            for c, tag, options, d, s in todo
-        }
-        for future in as_completed(futures):
-            name, key, run_dir = futures[future]
+        while pending or running:
+            # in order, each run once the run it starts from has ended
+            # (its checkpoint at their shared stages' end is there)
+            for i in [
+                    i for i in pending
+                    if starts.get(i, i) in ended or i not in starts
+            ][:max(1, jobs) - len(running)]:
+                pending.remove(i)
+                c, tag, options, d, s = todo[i]
+                future = pool.submit(run, c, wd, d, s, amp_dtype, options, tag,
+                                     threads, seed_key, checkpoint_interval)
+                running[future] = (i, f'{row_stem(c, amp_dtype, tag)}/{d}/{s}',
+                                   keys[c, tuple(options)],
+                                   osp.join(
+                                       wd,
+                                       run_dir_name(
+                                           row_stem(c, amp_dtype, tag), d, s)))
+            future = next(iter(wait(running, return_when=FIRST_COMPLETED)[0]))
+            i, name, key, run_dir = running.pop(future)
+            ended.add(i)
             if future.exception() is not None:
                 failed.append(f'{name}: {future.exception()}')
                 continue
@@ -598,6 +611,58 @@ def train_runs(todo,
                 continue
             print(name, json.dumps(results[name]), flush=True)
     return failed
+
+
+def start_siblings(todo, checkpoint_interval=None) -> dict:
+    """Which run each run of ``todo`` can start from (:func:`shared_start`):
+    an earlier run of the same seeds whose config equals its own up to the
+    end of its first k stages (the largest k), runs past them and keeps a
+    checkpoint there, e.g. SIGN + ST from SIGN + AST, ZS3 + AST from
+    ZS3 + ST. :func:`train_runs` starts a run once that run has ended, and
+    the others meanwhile.
+
+    Args:
+        todo (Sequence[tuple]): :func:`train_runs`'s.
+        checkpoint_interval (int, optional): :func:`train_runs`'s (else
+            each config's own).
+
+    Returns:
+        dict[int, int]: ``{run index: index of the run it starts from}``.
+    """
+    cfgs = [_resolved(c, o) for c, _, o, _, _ in todo]
+    plans = [StagePlan.from_config(cfg) for cfg in cfgs]
+    intervals = [
+        checkpoint_interval
+        or cfg.get('default_hooks', {}).get('checkpoint', {}).get('interval')
+        for cfg in cfgs
+    ]
+    texts = {}
+
+    def text(i, k):
+        if (i, k) not in texts:
+            texts[i, k] = _what_it_computes(cfgs[i], k)
+        return texts[i, k]
+
+    starts = {}
+    for i, (_, _, _, d, s) in enumerate(todo):
+        plan = plans[i]
+        if plan is None or len(plan) < 2:
+            continue
+        best = None
+        for j in range(i):
+            other = plans[j]
+            if other is None or todo[j][3:] != (d, s):
+                continue
+            for k in range(len(plan) - 1, 0, -1):
+                if len(other) > k and (best is None or k > best[1]) and \
+                        other.start(k) == plan.start(k) and \
+                        intervals[j] and other.start(k) % intervals[j] == 0 \
+                        and text(i, k) == text(j, k):
+                    best = (j, k)
+                    break
+        if best is not None:
+            starts[i] = best[0]
+    return starts
 
 
 def row_stem(cfg_path: str, amp_dtype=None, tag=None) -> str:

@@ -6,7 +6,6 @@ import os
 import os.path as osp
 import subprocess
 import sys
-from datetime import datetime
 
 import pytest
 import tool_server
@@ -257,7 +256,7 @@ def test_sweep_points_tag_every_value():
         sweep_points(f'{key}=1,high')
 
 
-def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
+def test_sweep_trains_each_value_from_one_shared_start_and_plots(tmp_path):
     from mmengine.config import Config
     wd = tmp_path / 'sweep'
     key = 'train_cfg.stages.2.temperature'
@@ -267,7 +266,8 @@ def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
         osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), '--seeds', '0',
         '--data-seeds', '5', '--work-dir',
         str(wd), '--jobs', '2', '--sweep', f'{key}=0.2,5', '--plot',
-        str(tmp_path / 'curve.png'), '--cfg-options', *SHORT_PLAN
+        str(tmp_path / 'curve.png'), '--checkpoint-interval', '2',
+        '--cfg-options', *SHORT_PLAN
     ]
     env = dict(os.environ, PYTHONWARNINGS='ignore')
     env.pop('OMP_NUM_THREADS', None)  # --jobs sets it for each run
@@ -286,14 +286,12 @@ def test_sweep_trains_each_value_two_runs_at_once_and_plots(tmp_path):
     assert '| sign_toy@self_train temperature=0.2 | 1 |' in out.stdout
     assert '| sign_toy@self_train temperature=5 | 1 |' in out.stdout
     assert (tmp_path / 'curve.png').stat().st_size > 0
-    # --jobs 2: the two runs overlapped (start: the run's timestamp dir)
-    spans = []
-    for stem in ('sign_toy+temperature0.2', 'sign_toy+temperature5'):
-        run_dir = wd / f'{stem}_data5_seed0'
-        stamp = next(p.name for p in run_dir.iterdir() if p.is_dir())
-        start = datetime.strptime(stamp, '%Y%m%d_%H%M%S').timestamp()
-        spans.append((start, start + results[f'{stem}/5/0']['seconds']))
-    assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1], spans
+    # the two values share train and transfer: the second run started from
+    # the first's checkpoint at the transfer's end (start_siblings: it
+    # waited for it rather than training them again beside it)
+    assert results['sign_toy+temperature5/5/0']['started_from'] == \
+        'sign_toy+temperature0.2_data5_seed0/iter_4.pth'
+    assert 'started_from' not in results['sign_toy+temperature0.2/5/0']
 
 
 def _running(pid):
@@ -663,3 +661,38 @@ def test_sweep_key_of_a_stage_option_left_at_its_default():
     assert config_value(toy, 'train_cfg.stages.1.synth_weigt') is None
     assert config_value(toy, 'train_cfg.stages.7.synth_weight') is None
     assert config_value(toy, 'model.decode_head.synth_weight') is None
+
+
+def test_each_run_waits_only_for_the_run_it_starts_from():
+    """The CamVid campaign's configs in its order: SIGN + ST starts from
+    SIGN (+ AST), ZS3 + AST from ZS3 + ST, CaGNet + AST from CaGNet + ST
+    (their first two stages alike), each only from an earlier run of its
+    own seeds; the ablations and SPNet from none."""
+    from mmseg_sign.analysis.toy_table import start_siblings
+    names = [
+        'sign/sign_lite0_camvid-480x360.py',
+        'sign/ablations/sign_lite0_camvid-480x360_no-sim.py',
+        'baselines/zs3net_lite0_camvid-480x360_st.py',
+        'baselines/spnet_lite0_camvid-480x360.py',
+        'sign/sign_lite0_camvid-480x360_st.py',
+        'baselines/zs3net_lite0_camvid-480x360_ast.py',
+        'baselines/cagnet_lite0_camvid-480x360_st.py',
+        'baselines/cagnet_lite0_camvid-480x360_ast.py',
+    ]
+    todo = [(osp.join(REPO, 'configs', n), None, [], 'own', seed)
+            for seed in (0, 1) for n in names]
+    n = len(names)
+    expected = {4: 0, 5: 2, 7: 6}
+    # the campaign's checkpoints every 400 iterations: one at 1600, the
+    # transfer's end (the configs' own every 1200: the train stage's end);
+    # none where no checkpoint is kept at a shared end
+    assert start_siblings(todo, 700) == {}
+    assert start_siblings(todo) == start_siblings(todo, 400) == {
+        **expected,
+        **{i + n: j + n
+           for i, j in expected.items()}
+    }
+    # another seed is another start: the same runs in reverse seed order
+    # start from their own seed's runs
+    assert start_siblings(todo[n:] + todo[:n], 400) == \
+        start_siblings(todo, 400)

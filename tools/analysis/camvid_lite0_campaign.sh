@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Table-1 comparison on CamVid with ImageNet features (docs/camvid.md):
-# every Table-1 row, training seeds 0-4, seed by seed (a finished seed is a
+# every Table-1 row, the baselines with SIGN's AST and SIGN's ablations
+# (Tables 3-4), training seeds 0-4, seed by seed (a finished seed is a
 # paired row for every config), two runs at a time on 2 cores. Runs are
 # kept in WORK/results.json as they finish; a repeated call skips them and
 # continues a killed run from its last checkpoint (one every 400
@@ -11,16 +12,29 @@ cd "$(dirname "$0")/../.."
 WORK=${1:-work_dirs/camvid_lite0}; shift || true
 SEEDS=${*:-0 1 2 3 4}
 PY=${PY:-.venv/bin/python}
-# The order the runs start in (two at a time): the two longest first, so
-# that most of a seed finishes within a session; SIGN + ST after SPNet, so
-# that it starts once SIGN (AST) has finished and begins from SIGN's
-# checkpoint at the end of transfer (toy_table's shared start; ~1 h of a
-# core saved per seed).
-CONFIGS=(configs/sign/sign_lite0_camvid-480x360.py
-         configs/baselines/zs3net_lite0_camvid-480x360_st.py
-         configs/baselines/spnet_lite0_camvid-480x360.py
-         configs/sign/sign_lite0_camvid-480x360_st.py
-         configs/baselines/cagnet_lite0_camvid-480x360_st.py)
+# The order the runs start in (two at a time): the longest first (SIGN's
+# model with its three stages, then its ablations), so that most of a seed
+# finishes within a session; a run that starts from another's checkpoint
+# at the end of their shared stages (SIGN + ST from SIGN + AST, ZS3 + AST
+# from ZS3 + ST, CaGNet + AST from CaGNet + ST: ~1 h of a core saved per
+# run) waits for that run to end, while the others start meanwhile
+# (toy_table's start_siblings), so no core idles.
+ROWS=(configs/sign/sign_lite0_camvid-480x360.py
+      configs/sign/ablations/sign_lite0_camvid-480x360_no-sim.py
+      configs/sign/ablations/sign_lite0_camvid-480x360_pe-none.py
+      configs/sign/ablations/sign_lite0_camvid-480x360_pe-absolute.py
+      configs/baselines/cagnet_lite0_camvid-480x360_st.py
+      configs/baselines/zs3net_lite0_camvid-480x360_st.py
+      configs/baselines/spnet_lite0_camvid-480x360.py
+      configs/sign/sign_lite0_camvid-480x360_st.py
+      configs/baselines/cagnet_lite0_camvid-480x360_ast.py
+      configs/baselines/zs3net_lite0_camvid-480x360_ast.py)
+CONFIGS=("${ROWS[@]}")
+# ONLY="CONFIG ..." in the environment: train these alone (e.g. the AST rows
+# and the runs they start from), in this order; the report reads every row
+if [ -n "${ONLY:-}" ]; then
+  read -r -a CONFIGS <<< "$ONLY"
+fi
 # the data every run reads, checked once before any run starts (a run
 # without them would fail only in its own training process)
 DATA=${DATA:-data/camvid_480x360}
@@ -45,20 +59,35 @@ if [ "$rc" != 0 ]; then
 fi
 # the table and the paired differences over the runs stored
 # so far (a seed that some row lacks is left out of that row's pairs)
-$PY tools/toy_table.py "${CONFIGS[@]}" \
+S=sign_lite0_camvid-480x360
+$PY tools/toy_table.py "${ROWS[@]}" \
   configs/baselines/supervised_lite0_camvid-480x360.py --data config \
   --seeds $SEEDS --work-dir "$WORK" --report-only --rows \
   'Supervised (ceiling)=supervised_lite0_camvid-480x360@end' \
   'SPNet=spnet_lite0_camvid-480x360@end' \
   'ZS3=zs3net_lite0_camvid-480x360_st@transfer' \
   'ZS3 + ST=zs3net_lite0_camvid-480x360_st@self_train' \
+  'ZS3 + AST=zs3net_lite0_camvid-480x360_ast@self_train' \
   'CaGNet=cagnet_lite0_camvid-480x360_st@transfer' \
   'CaGNet + ST=cagnet_lite0_camvid-480x360_st@self_train' \
-  'SIGN=sign_lite0_camvid-480x360@transfer' \
-  'SIGN + ST=sign_lite0_camvid-480x360_st@self_train' \
-  'SIGN + AST=sign_lite0_camvid-480x360@self_train' \
+  'CaGNet + AST=cagnet_lite0_camvid-480x360_ast@self_train' \
+  "SIGN=$S@transfer" \
+  "SIGN + ST=${S}_st@self_train" \
+  "SIGN + AST=$S@self_train" \
+  "SIGN no SIM=${S}_no-sim@transfer" \
+  "SIGN no SIM + AST=${S}_no-sim@self_train" \
+  "SIGN no PE=${S}_pe-none@transfer" \
+  "SIGN no PE + AST=${S}_pe-none@self_train" \
+  "SIGN APE=${S}_pe-absolute@transfer" \
+  "SIGN APE + AST=${S}_pe-absolute@self_train" \
   --compare SIGN ZS3 --compare SIGN CaGNet \
   --compare 'SIGN + AST' 'ZS3 + ST' --compare 'SIGN + AST' 'CaGNet + ST' \
-  --compare 'SIGN + AST' 'SIGN + ST' --out "$WORK/table.md" --force || exit $?
+  --compare 'SIGN + AST' 'SIGN + ST' \
+  --compare 'SIGN + AST' 'ZS3 + AST' --compare 'SIGN + AST' 'CaGNet + AST' \
+  --compare 'ZS3 + AST' 'ZS3 + ST' --compare 'CaGNet + AST' 'CaGNet + ST' \
+  --compare SIGN 'SIGN no SIM' --compare 'SIGN + AST' 'SIGN no SIM + AST' \
+  --compare SIGN 'SIGN no PE' --compare 'SIGN + AST' 'SIGN no PE + AST' \
+  --compare SIGN 'SIGN APE' --compare 'SIGN + AST' 'SIGN APE + AST' \
+  --out "$WORK/table.md" --force || exit $?
 echo "[$(date +%T)] done: $WORK/table.md"
 exit "$rc"
