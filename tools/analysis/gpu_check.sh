@@ -20,7 +20,8 @@
 #      (tools/toy_table.py --compare); PRECISIONS="float16 bfloat16" adds
 #      the toy in mixed precision on the GPU if time is left
 #   3. speed: tools/analysis/benchmark.py in fp32 / fp16 / bf16, the GPU
-#      otherwise idle, if time is left (BUDGET)
+#      otherwise idle, if time is left (BUDGET); fp32 with --profile (each
+#      training row's time by module)
 #
 # Results in OUT, three files (a device tool may bring back only a few):
 # report.md (versions, steps, the toy tables, speed, parity: rewritten
@@ -221,10 +222,14 @@ for P in float32 float16 bfloat16; do
   [ -s "$R/bench_$P.md" ] && continue
   [ "$(left)" -lt 90 ] && { step "no time left for bench $P"; break; }
   amp=(); [ $P != float32 ] && amp=(--amp-dtype $P)
+  # fp32 also says where each training row's time goes, module by module
+  prof=(); [ $P = float32 ] && prof=(--profile)
   OMP_NUM_THREADS=8 bounded $(limit 10) $PY tools/analysis/benchmark.py \
-    "${BENCH[@]}" --device $DEV "${amp[@]}" > "$WORK/bench_$P.log" 2>&1
+    "${BENCH[@]}" --device $DEV "${amp[@]}" "${prof[@]}" \
+    > "$WORK/bench_$P.log" 2>&1
   step "bench $P rc=$?"
-  grep -E '^(torch|\|)' "$WORK/bench_$P.log" > "$R/bench_$P.md"
+  grep -E '^(torch|\|)|per iteration \(self time' "$WORK/bench_$P.log" \
+    > "$R/bench_$P.md"
   [ "$GPU" = 1 ] || break  # the rehearsal: fp32 only
 done
 step end
