@@ -16,6 +16,7 @@ from typing import Callable, Dict, List, Tuple
 
 import torch
 import torch.nn as nn
+from torch.autograd import DeviceType
 
 RANGE = 'module::'
 BACKWARD = 'autograd::engine::evaluate_function: '
@@ -98,6 +99,9 @@ def attribute(events,
     """
     key = 'self_cpu_time_total' if device == 'cpu' else \
         'self_device_time_total'
+    # the operators (a kernel's time is in its operator's self device time;
+    # the kernels' own events would count it twice)
+    events = [e for e in events if e.device_type == DeviceType.CPU]
     seq_owner = {}
     for e in events:  # forward operators: the module running them
         if e.sequence_nr >= 0 and not e.name.startswith(BACKWARD) and \

@@ -229,6 +229,7 @@ for P in float32 float16 bfloat16; do
     > "$WORK/bench_$P.log" 2>&1
   step "bench $P rc=$?"
   grep -E '^(torch|\|)|per iteration \(self time' "$WORK/bench_$P.log" \
+    | sed -E 's/^(.* per iteration \(self time.*)$/\n\1\n/' \
     > "$R/bench_$P.md"
   [ "$GPU" = 1 ] || break  # the rehearsal: fp32 only
 done
