@@ -86,6 +86,7 @@ from pathlib import Path
 
 from mmengine.config import Config
 
+from mmseg_sign.analysis import toy_table as runs_lib
 from mmseg_sign.analysis.stats import parse_seeds
 from mmseg_sign.analysis.toy_data import check_toy_data
 from mmseg_sign.analysis.toy_markdown import (KEYS, comparison, table,
@@ -94,8 +95,7 @@ from mmseg_sign.analysis.toy_report import draw_comparison, plot_sweep
 from mmseg_sign.analysis.toy_results import adopt_finished_runs, read_results
 from mmseg_sign.analysis.toy_table import (OWN_DATA, TOY_VAL_SIZE,
                                            config_value, foreign_runs,
-                                           missing_data, row_stem,
-                                           run_dir_name, stage_ends,
+                                           row_stem, run_dir_name, stage_ends,
                                            sweep_points, train_runs)
 from mmseg_sign.utils.atomic import (atomic_write, check_output_dir,
                                      check_output_exists, check_output_file)
@@ -186,6 +186,19 @@ def main():
         default='hIoU',
         choices=KEYS,
         help='of the per-data-seed table')
+    parser.add_argument(
+        '--split',
+        choices=['val', 'test'],
+        default='val',
+        help="the table's metrics: the validation split's, logged at each "
+        "stage end (default), or the config's test_split (CamVid's test "
+        'photographs), scored on the stage-end checkpoints after training')
+    parser.add_argument(
+        '--score-test',
+        action='store_true',
+        help='score the stored runs that have no test metrics yet on their '
+        "config's test_split, from the stage-end checkpoints in their run "
+        'folders (runs trained from now on are scored as they end)')
     parser.add_argument('--work-dir', default='work_dirs/toy_table')
     parser.add_argument('--out', default=None, help='also write the table')
     parser.add_argument(
@@ -337,7 +350,7 @@ def main():
         # starts (a run without it would fail in its own process)
         missing = {}
         for c, _, tag, options in variants:
-            for m in missing_data(c, [*args.cfg_options, *options]):
+            for m in runs_lib.missing_data(c, [*args.cfg_options, *options]):
                 missing.setdefault(m, []).append(osp.basename(c))
         if missing:
             parser.error('the data these runs read is missing (prepare it '
@@ -405,6 +418,19 @@ def main():
                         args.seed_key, args.checkpoint_interval)
     if failed:  # the other runs are kept: a repeated command skips them
         raise SystemExit('\n'.join(['runs failed:', *failed]))
+    if args.score_test:
+        rescored = runs_lib.score_stored_runs(runs, wd, results,
+                                              args.amp_dtype)
+        print(f'scored on the test split: {rescored or "no run"}')
+    if args.split == 'test':  # each run's test metrics in place of val's
+        results = {
+            name: {
+                **{k: v
+                   for k, v in run.items() if k not in run['test']},
+                **run['test']
+            }
+            for name, run in results.items() if run.get('test')
+        }
     lines = table(results, rows, args.data_seeds, args.seeds)
     if len(args.data_seeds) > 1:
         lines += [

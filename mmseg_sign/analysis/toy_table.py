@@ -110,6 +110,106 @@ def _iteration_of(path: str) -> int:
     return int(match.group(1)) if match else -1
 
 
+def data_options(cfg_path, data_root) -> list:
+    """The ``--cfg-options`` that point a config at the toy data of
+    ``data_root`` (none for ``None``: the config's own data).
+
+    Args:
+        cfg_path (str): the config.
+        data_root (str | None): the toy dataset (and its class table).
+
+    Returns:
+        list[str]: ``KEY=VALUE`` items.
+    """
+    if data_root is None:
+        return []
+    options = []
+    if takes_class_table(cfg_path):
+        # a zero-shot head's table (a supervised one, FCN, has none)
+        options.append(f'model.decode_head.class_embeddings='
+                       f'{data_root}/class_embeddings.npz')
+    return options + [
+        f'{loader}.dataset.data_root={data_root}'
+        for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader')
+    ]
+
+
+def score_test_split(cfg_path,
+                     run_dir,
+                     data_root=None,
+                     cfg_options=(),
+                     shared=None,
+                     threads=None) -> dict:
+    """A run's metrics on its config's ``test_split`` (CamVid's test
+    photographs; configs/_base_/datasets/camvid_zs.py) at each stage end
+    whose checkpoint is kept: ``tools/test.py`` on ``iter_END.pth`` (the
+    sibling's for the stages a shared start took from it), in
+    ``RUN_DIR/test_split/STAGE``.
+
+    Args:
+        cfg_path (str): the config the run ran.
+        run_dir (str): the run's work dir.
+        data_root (str | None): :func:`data_options`'.
+        cfg_options (Sequence[str]): the run's ``--cfg-options``.
+        shared (tuple, optional): :func:`shared_start`'s, where the run
+            started from a sibling.
+        threads (int, optional): the test's ``OMP_NUM_THREADS``.
+
+    Returns:
+        dict: ``{stage: metrics}`` (empty without a ``test_split``).
+    """
+    cfg = _resolved(cfg_path, cfg_options)
+    split = cfg.get('test_split')
+    if not split:
+        return {}
+    options = [
+        *cfg_options, *data_options(cfg_path, data_root),
+        *(f'test_dataloader.dataset.data_prefix.{k}={v}'
+          for k, v in split.items())
+    ]
+    env = dict(os.environ)
+    if threads:
+        env['OMP_NUM_THREADS'] = str(threads)
+    out = {}
+    ends = stage_ends(config_as_run(run_dir, cfg_path))
+    for stage, end in ends.items():
+        folder = shared[1] if shared and end is not None and \
+            end <= shared[2] else run_dir
+        if end is None:  # no plan: the run's last checkpoint
+            kept = [
+                _iteration_of(p)
+                for p in glob.glob(osp.join(folder, 'iter_*.pth'))
+            ]
+            end = max(kept, default=None)
+        checkpoint = osp.join(folder, f'iter_{end}.pth')
+        if end is None or not readable_checkpoint(checkpoint):
+            continue
+        work_dir = osp.join(run_dir, 'test_split', stage)
+        cmd = [
+            sys.executable,
+            osp.join(REPO, 'tools', 'test.py'), cfg_path, checkpoint,
+            '--work-dir', work_dir, '--cfg-options', *options
+        ]
+        proc = subprocess.run(
+            [sys.executable, '-c', _DIE_WITH_PARENT,
+             str(os.getpid()), *cmd],
+            capture_output=True,
+            text=True,
+            env=env)
+        if proc.returncode:
+            raise RuntimeError(
+                f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
+        logs = sorted(glob.glob(osp.join(work_dir, '*', '*.json')))
+        with open(logs[-1]) as f:
+            metrics = json.loads(f.read().splitlines()[-1])
+        out[stage] = {
+            k: v
+            for k, v in metrics.items()
+            if k in KEYS or k == 'mIoU' or k.startswith('IoU.')
+        }
+    return out
+
+
 def train(cfg_path,
           work_dir,
           data_root,
@@ -148,16 +248,7 @@ def train(cfg_path,
     options = [*cfg_options, f'{seed_key}={seed}']
     if checkpoint_interval:
         options.append(f'{CHECKPOINT_INTERVAL}={checkpoint_interval}')
-    if data_root is not None:
-        if takes_class_table(cfg_path):
-            # a zero-shot head's table (a supervised one, FCN, has none)
-            options.append(f'model.decode_head.class_embeddings='
-                           f'{data_root}/class_embeddings.npz')
-        options += [
-            f'{loader}.dataset.data_root={data_root}'
-            for loader in ('train_dataloader', 'val_dataloader',
-                           'test_dataloader')
-        ]
+    options += data_options(cfg_path, data_root)
     # a run whose result is not stored continues from the last checkpoint
     # of an earlier, unfinished attempt that ran exactly this (a killed
     # table, a session's end), or starts from another run's checkpoint at
@@ -512,6 +603,10 @@ def run(cfg_path,
             for i, r in logged_records(other, 'hIoU').items() if i <= iteration
         }
         records.update({i: r for i, r in own.items() if i > iteration})
+    test = score_test_split(cfg_path, run_dir, data_root, cfg_options, shared,
+                            threads)
+    if test:  # CamVid's test photographs, scored after training
+        out['test'] = test
     # the plan as run (--cfg-options included): the last attempt's config
     for stage, end in stage_ends(config_as_run(run_dir, cfg_path)).items():
         record = records[end if end is not None else max(records)]
@@ -529,6 +624,46 @@ def run(cfg_path,
             for k in KEYS if f'{k}_boot_sd' in record
         })
     return out
+
+
+def score_stored_runs(runs, wd: str, results: dict, amp_dtype=None) -> list:
+    """:func:`score_test_split` of the stored runs of ``runs`` that have no
+    test metrics, from the checkpoints in their run folders (a run trained
+    before runs were scored as they end; one whose folder is gone is left
+    as it is), each stored as it is scored.
+
+    Args:
+        runs (Sequence[tuple]): :func:`train_runs`' ``todo`` entries.
+        wd (str): the table's work dir.
+        results (dict): the stored runs, updated in place.
+        amp_dtype (str, optional): :func:`row_stem`'s.
+
+    Returns:
+        list[str]: the names of the runs scored.
+    """
+    path = osp.join(wd, 'results.json')
+    scored = []
+    for c, tag, options, d, s in runs:
+        stem = row_stem(c, amp_dtype, tag)
+        name = f'{stem}/{d}/{s}'
+        run_dir = osp.join(wd, run_dir_name(stem, d, s))
+        stored = results.get(name)
+        if not stored or stored.get('test') or not osp.isdir(run_dir):
+            continue
+        shared = None
+        if stored.get('started_from'):
+            sibling, _, ckpt = stored['started_from'].partition('/')
+            shared = (osp.join(wd, sibling,
+                               ckpt), osp.join(wd,
+                                               sibling), _iteration_of(ckpt))
+        data_root = None if d == OWN_DATA else osp.join(wd, f'data{d}')
+        test = score_test_split(c, run_dir, data_root, options, shared)
+        if test:
+            result = dict(stored, test=test)
+            keep_run(run_dir, name, result)
+            results.update(record_run(path, name, result))
+            scored.append(name)
+    return scored
 
 
 def train_runs(todo,

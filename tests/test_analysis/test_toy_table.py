@@ -696,3 +696,55 @@ def test_each_run_waits_only_for_the_run_it_starts_from():
     # start from their own seed's runs
     assert start_siblings(todo[n:] + todo[:n], 400) == \
         start_siblings(todo, 400)
+
+
+def test_the_test_split_of_a_run_is_scored_on_its_stage_checkpoints(
+        tmp_path, monkeypatch):
+    """A config with a ``test_split`` (CamVid's test photographs) has each
+    run scored on it from the stage-end checkpoints, as the run ends and,
+    for a stored run without them, by --score-test. Pointed at the
+    validation photographs, the scores equal the validation metrics the
+    run logged at each stage end (same checkpoint, same images); a run
+    started from a sibling takes the shared stages from the sibling's
+    checkpoints."""
+    from mmseg_sign.analysis import toy_table as tt
+    monkeypatch.setenv('OMP_NUM_THREADS', '1')
+    split = "test_split = dict(ann_file='ImageSets/Segmentation/val.txt')\n"
+    ast, st = (
+        str(tmp_path / f'{name}_split.py')
+        for name in ('sign_toy', 'sign_toy_st'))
+    for path, name in ((ast, 'sign_toy'), (st, 'sign_toy_st')):
+        base = osp.join(REPO, 'configs', 'sign', f'{name}.py')
+        with open(path, 'w') as f:
+            f.write(f'_base_ = [{base!r}]\n{split}')
+    plan = SHORT_PLAN
+    results = {}
+    assert tt.train_runs([(ast, 'short', plan, 5, 0),
+                          (st, 'short', plan, 5, 0)],
+                         str(tmp_path),
+                         results,
+                         checkpoint_interval=2) == []
+    keys = ('mIoU_seen', 'mIoU_unseen', 'hIoU', 'mIoU')
+    for name in ('sign_toy_split+short/5/0', 'sign_toy_st_split+short/5/0'):
+        run = results[name]
+        assert set(run['test']) == {'train', 'transfer', 'self_train'}
+        for stage in run['test']:
+            assert {k: run['test'][stage][k] for k in keys} == \
+                {k: run[stage][k] for k in keys}, (name, stage)
+    assert results['sign_toy_st_split+short/5/0']['started_from'] == \
+        'sign_toy_split+short_data5_seed0/iter_4.pth'
+    # a stored run without them: scored again from its checkpoints (the
+    # shared stages from its sibling's)
+    name = 'sign_toy_st_split+short/5/0'
+    stored = json.loads((tmp_path / 'results.json').read_text())
+    del stored[name]['test']
+    (tmp_path / 'results.json').write_text(json.dumps(stored))
+    again = json.loads((tmp_path / 'results.json').read_text())
+    assert tt.score_stored_runs([(st, 'short', plan, 5, 0)], str(tmp_path),
+                                again) == [name]
+    assert again[name]['test'] == results[name]['test']
+    # a config without a test_split has none
+    assert tt.score_test_split(
+        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'),
+        str(tmp_path / 'sign_toy_split+short_data5_seed0'),
+        str(tmp_path / 'data5'), SHORT_PLAN) == {}
