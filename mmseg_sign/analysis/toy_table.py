@@ -134,14 +134,26 @@ def data_options(cfg_path, data_root) -> list:
     ]
 
 
+def _flat_options(prefix: str, settings: dict) -> list:
+    """``PREFIX.KEY=VALUE`` items of a nested dict (``--cfg-options``)."""
+    out = []
+    for k, v in settings.items():
+        if isinstance(v, dict):
+            out += _flat_options(f'{prefix}.{k}', v)
+        else:
+            out.append(f'{prefix}.{k}={v}')
+    return out
+
+
 def score_test_split(cfg_path,
                      run_dir,
                      data_root=None,
                      cfg_options=(),
                      shared=None,
                      threads=None) -> dict:
-    """A run's metrics on its config's ``test_split`` (CamVid's test
-    photographs; configs/_base_/datasets/camvid_zs.py) at each stage end
+    """A run's metrics on its config's ``test_split`` (settings of the test
+    dataset: CamVid's test photographs, configs/_base_/datasets/camvid_zs.py)
+    at each stage end
     whose checkpoint is kept: ``tools/test.py`` on ``iter_END.pth`` (the
     sibling's for the stages a shared start took from it), in
     ``RUN_DIR/test_split/STAGE``.
@@ -164,9 +176,16 @@ def score_test_split(cfg_path,
         return {}
     options = [
         *cfg_options, *data_options(cfg_path, data_root),
-        *(f'test_dataloader.dataset.data_prefix.{k}={v}'
-          for k, v in split.items())
+        *_flat_options('test_dataloader.dataset', split)
     ]
+    tested = _resolved(cfg_path, options).test_dataloader.dataset
+    missing = [p for p in _dataset_folders(tested) if not osp.isdir(p)]
+    if missing:  # data converted before the split was: the run stands
+        print(
+            f'{run_dir}: not scored on the test split ({", ".join(missing)}'
+            ' missing: convert the dataset again, docs/camvid.md)',
+            flush=True)
+        return {}
     env = dict(os.environ)
     if threads:
         env['OMP_NUM_THREADS'] = str(threads)

@@ -743,6 +743,18 @@ def test_the_test_split_of_a_run_is_scored_on_its_stage_checkpoints(
     assert tt.score_stored_runs([(st, 'short', plan, 5, 0)], str(tmp_path),
                                 again) == [name]
     assert again[name]['test'] == results[name]['test']
+    # the split is what is scored: the training images (test_split's
+    # ann_file) give other numbers than the validation images
+    train_split = str(tmp_path / 'sign_toy_st_train.py')
+    with open(train_split, 'w') as f:
+        f.write(f'_base_ = [{st!r}]\ntest_split = dict(ann_file='
+                "'ImageSets/Segmentation/train.txt')\n")
+    run_dir = tmp_path / 'sign_toy_st_split+short_data5_seed0'
+    on_train = tt.score_test_split(train_split, str(run_dir),
+                                   str(tmp_path / 'data5'), plan)
+    # (without the shared start: its own last checkpoint only)
+    assert set(on_train) == {'self_train'}
+    assert on_train['self_train'] != results[name]['test']['self_train']
     # a config without a test_split has none
     assert tt.score_test_split(
         osp.join(REPO, 'configs', 'sign', 'sign_toy.py'),
