@@ -110,6 +110,23 @@ def _iteration_of(path: str) -> int:
     return int(match.group(1)) if match else -1
 
 
+def run_tool(cmd, threads=None) -> None:
+    """``cmd`` (a tool's command line) in a child that dies with this
+    process, with ``OMP_NUM_THREADS=threads`` if given; a RuntimeError with
+    its stderr's end if it fails."""
+    env = dict(os.environ)
+    if threads:
+        env['OMP_NUM_THREADS'] = str(threads)
+    proc = subprocess.run(
+        [sys.executable, '-c', _DIE_WITH_PARENT,
+         str(os.getpid()), *cmd],
+        capture_output=True,
+        text=True,
+        env=env)
+    if proc.returncode:
+        raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
+
+
 def data_options(cfg_path, data_root) -> list:
     """The ``--cfg-options`` that point a config at the toy data of
     ``data_root`` (none for ``None``: the config's own data).
@@ -186,9 +203,6 @@ def score_test_split(cfg_path,
             ' missing: convert the dataset again, docs/camvid.md)',
             flush=True)
         return {}
-    env = dict(os.environ)
-    if threads:
-        env['OMP_NUM_THREADS'] = str(threads)
     out = {}
     ends = stage_ends(config_as_run(run_dir, cfg_path))
     for stage, end in ends.items():
@@ -209,15 +223,7 @@ def score_test_split(cfg_path,
             osp.join(REPO, 'tools', 'test.py'), cfg_path, checkpoint,
             '--work-dir', work_dir, '--cfg-options', *options
         ]
-        proc = subprocess.run(
-            [sys.executable, '-c', _DIE_WITH_PARENT,
-             str(os.getpid()), *cmd],
-            capture_output=True,
-            text=True,
-            env=env)
-        if proc.returncode:
-            raise RuntimeError(
-                f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
+        run_tool(cmd, threads)
         logs = sorted(glob.glob(osp.join(work_dir, '*', '*.json')))
         with open(logs[-1]) as f:
             metrics = json.loads(f.read().splitlines()[-1])
@@ -296,18 +302,8 @@ def train(cfg_path,
         osp.join(REPO, 'tools', 'train.py'), cfg_path, '--work-dir', work_dir,
         again, *extra, '--cfg-options', *options
     ]
-    env = dict(os.environ)
-    if threads:
-        env['OMP_NUM_THREADS'] = str(threads)
     start = time.time()
-    proc = subprocess.run(
-        [sys.executable, '-c', _DIE_WITH_PARENT,
-         str(os.getpid()), *cmd],
-        capture_output=True,
-        text=True,
-        env=env)
-    if proc.returncode:
-        raise RuntimeError(f'{" ".join(cmd)} failed:\n{proc.stderr[-4000:]}')
+    run_tool(cmd, threads)
     return time.time() - start, resumed, shared
 
 
