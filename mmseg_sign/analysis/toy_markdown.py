@@ -125,6 +125,12 @@ def paired_values(results: dict,
                   metric: str = 'hIoU') -> tuple:
     """The (data seed, seed) pairs both rows ran, and their values.
 
+    Two runs whose records name the CPU types they trained on (``cpu``,
+    tools/toy_table.py) pair only where those are the same: float kernels
+    differ between CPU types, so a seed's runs on two types are not its
+    paired runs. A run without the record (trained before it was kept)
+    pairs as before.
+
     Args:
         results (dict): ``{STEM/DATA_SEED/SEED: run}``.
         row_a (tuple): ``(stem, stage)`` of A.
@@ -140,13 +146,21 @@ def paired_values(results: dict,
     pairs, a, b = [], [], []
     for d in data_seeds:
         for s in seeds:
-            ra = results.get(f'{row_a[0]}/{d}/{s}', {}).get(row_a[1])
-            rb = results.get(f'{row_b[0]}/{d}/{s}', {}).get(row_b[1])
-            if ra is not None and rb is not None:
+            run_a = results.get(f'{row_a[0]}/{d}/{s}', {})
+            run_b = results.get(f'{row_b[0]}/{d}/{s}', {})
+            ra, rb = run_a.get(row_a[1]), run_b.get(row_b[1])
+            if ra is not None and rb is not None and same_cpu(run_a, run_b):
                 pairs.append(f'{d}/{s}')
                 a.append(ra[metric])
                 b.append(rb[metric])
     return pairs, a, b
+
+
+def same_cpu(run_a: dict, run_b: dict) -> bool:
+    """Whether two runs may pair: their ``cpu`` records agree, or one lacks
+    it."""
+    return not (run_a.get('cpu') and run_b.get('cpu')) or \
+        run_a['cpu'] == run_b['cpu']
 
 
 def comparison(results: dict,

@@ -8,6 +8,7 @@ import glob
 import json
 import os
 import os.path as osp
+import platform
 import re
 import subprocess
 import sys
@@ -302,9 +303,58 @@ def train(cfg_path,
         osp.join(REPO, 'tools', 'train.py'), cfg_path, '--work-dir', work_dir,
         again, *extra, '--cfg-options', *options
     ]
+    record_machine(
+        work_dir, shared[1] if shared else None, fresh=not (resumed or shared))
     start = time.time()
     run_tool(cmd, threads)
     return time.time() - start, resumed, shared
+
+
+#: the run dir's list of the CPU types its attempts trained on, a line each
+MACHINES = 'machines.txt'
+
+
+@functools.lru_cache()
+def cpu_type() -> str:
+    """This machine's CPU model (``/proc/cpuinfo``'s ``model name``, or
+    :func:`platform.processor` elsewhere). Float kernels differ between CPU
+    types, so a run is repeatable on its own type only: runs are paired
+    within a seed only where they trained on the same type
+    (:func:`~mmseg_sign.analysis.toy_markdown.paired_values`)."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return ' '.join(line.split(':', 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or 'unknown'
+
+
+def record_machine(work_dir: str,
+                   sibling: Optional[str] = None,
+                   fresh: bool = False) -> None:
+    """Add this CPU type to ``work_dir``'s :data:`MACHINES` before an
+    attempt trains: after the sibling's list where the run starts from a
+    sibling's checkpoint (those stages ran there), anew where it trains from
+    scratch, after its own where it continues an attempt of its own."""
+    lines = []
+    if sibling is not None:
+        lines = machines_of(sibling)
+    elif not fresh:
+        lines = machines_of(work_dir)
+    os.makedirs(work_dir, exist_ok=True)
+    with open(osp.join(work_dir, MACHINES), 'w') as f:
+        f.write(''.join(f'{m}\n' for m in (*lines, cpu_type())))
+
+
+def machines_of(run_dir: str) -> list:
+    """The CPU types ``run_dir``'s attempts trained on, in order."""
+    try:
+        with open(osp.join(run_dir, MACHINES)) as f:
+            return [line.strip() for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
 
 
 #: what tools/train.py adds to the config it dumps in the work dir, not
@@ -606,6 +656,8 @@ def run(cfg_path,
                                      checkpoint_interval)
     records = logged_records(run_dir, 'hIoU')
     out = dict(seconds=seconds, params=param_counts(run_dir))
+    # the CPU type(s) it trained on: a pair is formed on one type only
+    out['cpu'] = ' + '.join(dict.fromkeys(machines_of(run_dir)))
     if resumed:  # its seconds are the last attempt's
         out['resumed_from'] = osp.basename(resumed)
     if shared:  # the shared stages' validations are the sibling's

@@ -101,6 +101,50 @@ def test_compare_is_a_paired_difference_with_its_interval():
     ]
 
 
+def test_runs_pair_only_on_one_cpu_type():
+    from mmseg_sign.analysis.toy_markdown import comparison, paired_values
+
+    def run(h, cpu=None):
+        out = dict(transfer=dict(mIoU_seen=80.0, mIoU_unseen=h, hIoU=h))
+        return dict(out, cpu=cpu) if cpu else out
+
+    results = {
+        'a/0/0': run(50.0, 'EPYC'),
+        'b/0/0': run(40.0, 'EPYC'),
+        'a/0/1': run(60.0, 'Xeon'),
+        'b/0/1': run(20.0, 'EPYC'),  # its seed's A ran elsewhere
+        'a/0/2': run(70.0),  # kept before runs named their CPU
+        'b/0/2': run(66.0, 'Xeon'),
+    }
+    pairs, a, b = paired_values(results, ('a', 'transfer'), ('b', 'transfer'),
+                                [0], [0, 1, 2])
+    assert (pairs, a, b) == (['0/0', '0/2'], [50.0, 70.0], [40.0, 66.0])
+    rows = {'A': ('a', 'transfer'), 'B': ('b', 'transfer')}
+    # 10 and 4: mean 7, sd 4.243, t(0.975, 1) 12.706 -> ± 38.12
+    assert '| A − B | harmonic mIoU | 2 | 7.00 ± 38.12 | 2/2 | ' \
+        'not resolved |' in comparison(results, rows, [('A', 'B')], [0],
+                                       [0, 1, 2])
+
+
+def test_a_run_records_the_cpu_types_it_trained_on(tmp_path):
+    from mmseg_sign.analysis.toy_table import (cpu_type, machines_of,
+                                               record_machine)
+    here = cpu_type()
+    assert here and '\n' not in here
+    own, sibling = str(tmp_path / 'own'), str(tmp_path / 'sibling')
+    assert machines_of(own) == []
+    record_machine(sibling, fresh=True)
+    with open(osp.join(sibling, 'machines.txt'), 'a') as f:
+        f.write('Other CPU\n')  # an attempt continued elsewhere
+    record_machine(own, fresh=True)
+    record_machine(own)  # continued here
+    assert machines_of(own) == [here, here]
+    record_machine(own, sibling=sibling)  # started from the sibling's stages
+    assert machines_of(own) == [here, 'Other CPU', here]
+    record_machine(own, fresh=True)  # trained anew
+    assert machines_of(own) == [here]
+
+
 def test_param_counts_split_the_sim_from_the_inference_model(tmp_path):
     import torch
 
@@ -143,8 +187,10 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     results = json.loads((wd / 'results.json').read_text())
     run = results['sign_toy+short/5/0']
     assert set(run) == {
-        'seconds', 'params', 'key', 'train', 'transfer', 'self_train'
+        'seconds', 'params', 'key', 'cpu', 'train', 'transfer', 'self_train'
     }
+    from mmseg_sign.analysis.toy_table import cpu_type
+    assert run['cpu'] == cpu_type()  # one attempt, on this machine
     from mmseg_sign.analysis.toy_results import run_key
     assert run['key'] == run_key(  # what it ran: the config + options
         osp.join(REPO, 'configs', 'sign', 'sign_toy.py'), None, SHORT_PLAN)
