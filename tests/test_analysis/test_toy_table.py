@@ -526,7 +526,14 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
     data, options): in one table it starts from the AST run's checkpoint
     at the transfer's end, trains self-training only, and ends with the
     metrics of the same run trained from scratch in another table. Another
-    seed, or a plan that differs before self-training, is not shared."""
+    seed, or a plan that differs before self-training, is not shared.
+
+    Its config has a ``test_split`` (CamVid's test photographs; here the
+    validation images), which is not part of what a run computes: the run
+    is scored on it from the stage-end checkpoints as it ends (the shared
+    stages from the sibling's), and, for a stored run without the scores,
+    by --score-test. Pointed at the validation images, the scores equal
+    the validation metrics the run logged at each stage end."""
     from mmengine.config import Config
 
     from mmseg_sign.analysis import toy_table as tt
@@ -534,6 +541,10 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
     monkeypatch.setenv('OMP_NUM_THREADS', '1')
     ast = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
     st = osp.join(REPO, 'configs', 'sign', 'sign_toy_st.py')
+    split = str(tmp_path / 'sign_toy_st_split.py')
+    with open(split, 'w') as f:
+        f.write(f'_base_ = [{st!r}]\ntest_split = dict('
+                "ann_file='ImageSets/Segmentation/val.txt')\n")
     # long enough for each stage to move the model
     plan = [
         'train_cfg.stages.0.iters=20', 'train_cfg.stages.1.iters=10',
@@ -558,22 +569,23 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
     # an earlier attempt at the ST run, killed at iteration 10 (the AST
     # run's checkpoint there is the same state): the shared start at 30
     # is further, and the attempt's checkpoint is set aside, not lost
-    run_dir = shared / 'sign_toy_st+short_data5_seed0'
+    run_dir = shared / 'sign_toy_st_split+short_data5_seed0'
     run_dir.mkdir()
     attempt = (shared / 'sign_toy+short_data5_seed0' /
                'iter_10.pth').read_bytes()
     (run_dir / 'iter_10.pth').write_bytes(attempt)
     (run_dir / 'last_checkpoint').write_text(str(run_dir / 'iter_10.pth'))
-    ran = Config.fromfile(st)
+    ran = Config.fromfile(split)
     ran.merge_from_dict(parse_cfg_options(options))
-    ran.dump(str(run_dir / 'sign_toy_st.py'))
-    assert tt.unfinished_checkpoint(st, str(run_dir),
+    ran.dump(str(run_dir / 'sign_toy_st_split.py'))
+    assert tt.unfinished_checkpoint(split, str(run_dir),
                                     options) == str(run_dir / 'iter_10.pth')
-    assert tt.train_runs([(st, 'short', plan, 5, 0)], str(shared),
+    assert tt.train_runs([(split, 'short', plan, 5, 0)], str(shared),
                          results) == []
+    # from scratch, without the test split
     assert tt.train_runs([(st, 'short', plan, 5, 0)], str(alone), {}) == []
-    started = json.loads(
-        (shared / 'results.json').read_text())['sign_toy_st+short/5/0']
+    name = 'sign_toy_st_split+short/5/0'
+    started = json.loads((shared / 'results.json').read_text())[name]
     scratch = json.loads(
         (alone / 'results.json').read_text())['sign_toy_st+short/5/0']
     assert started['started_from'] == \
@@ -594,6 +606,15 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
     assert steps and min(steps) == 31, steps
     assert [p.read_bytes() for p in run_dir.glob('replaced_*/iter_10.pth')] \
         == [attempt]
+    # the test split: scored at every stage end (train and transfer on the
+    # sibling's checkpoints), equal to the validation there; a config
+    # without a test split has none
+    keys = ('mIoU_seen', 'mIoU_unseen', 'hIoU', 'mIoU')
+    assert 'test' not in donor and 'test' not in scratch
+    assert set(started['test']) == {'train', 'transfer', 'self_train'}
+    for stage in started['test']:
+        assert {k: started['test'][stage][k] for k in keys} == \
+            {k: started[stage][k] for k in keys}, stage
     # what is compared: seed, data and the plan up to the shared stages
     other = str(shared / 'new_run')
     assert tt.shared_start(st, other, options)[1:] == (str(
@@ -610,6 +631,30 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
     cut = shared / 'sign_toy+short_data5_seed0' / 'iter_30.pth'
     cut.write_bytes(cut.read_bytes()[:1000])
     assert tt.shared_start(st, other, options)[2] == 20
+    # --score-test: a stored run without test scores is scored from the
+    # checkpoints still there (the transfer's is now damaged: left out)
+    stored = json.loads((shared / 'results.json').read_text())
+    del stored[name]['test']
+    (shared / 'results.json').write_text(json.dumps(stored))
+    again = json.loads((shared / 'results.json').read_text())
+    assert tt.score_stored_runs([(split, 'short', plan, 5, 0)], str(shared),
+                                again) == [name]
+    assert again[name]['test'] == {
+        stage: started['test'][stage]
+        for stage in ('train', 'self_train')
+    }
+    # the split is what is scored: the training images give other numbers
+    on_train = str(tmp_path / 'sign_toy_st_train.py')
+    with open(on_train, 'w') as f:
+        f.write(f'_base_ = [{split!r}]\ntest_split = dict(ann_file='
+                "'ImageSets/Segmentation/train.txt')\n")
+    scores = tt.score_test_split(on_train, str(run_dir), str(shared / 'data5'),
+                                 plan)
+    # (without the shared start: its own last checkpoint only)
+    assert set(scores) == {'self_train'}
+    assert scores['self_train'] != started['test']['self_train']
+    assert tt.score_test_split(ast, str(shared / 'sign_toy+short_data5_seed0'),
+                               str(shared / 'data5'), plan) == {}
 
 
 def test_toy_data_of_another_seed_is_not_reused(tmp_path):
@@ -741,67 +786,3 @@ def test_each_run_waits_only_for_the_run_it_starts_from():
         **{i + n: j + n
            for i, j in expected.items()}
     }
-
-
-def test_the_test_split_of_a_run_is_scored_on_its_stage_checkpoints(
-        tmp_path, monkeypatch):
-    """A config with a ``test_split`` (CamVid's test photographs) has each
-    run scored on it from the stage-end checkpoints, as the run ends and,
-    for a stored run without them, by --score-test. Pointed at the
-    validation photographs, the scores equal the validation metrics the
-    run logged at each stage end (same checkpoint, same images); a run
-    started from a sibling takes the shared stages from the sibling's
-    checkpoints."""
-    from mmseg_sign.analysis import toy_table as tt
-    monkeypatch.setenv('OMP_NUM_THREADS', '1')
-    split = "test_split = dict(ann_file='ImageSets/Segmentation/val.txt')\n"
-    # SIGN + AST without a test_split, SIGN + ST with one (the split is
-    # not part of what a run computes: the ST run starts from the AST one)
-    ast = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
-    st = str(tmp_path / 'sign_toy_st_split.py')
-    with open(st, 'w') as f:
-        base = osp.join(REPO, 'configs', 'sign', 'sign_toy_st.py')
-        f.write(f'_base_ = [{base!r}]\n{split}')
-    plan = SHORT_PLAN
-    results = {}
-    assert tt.train_runs([(ast, 'short', plan, 5, 0),
-                          (st, 'short', plan, 5, 0)],
-                         str(tmp_path),
-                         results,
-                         checkpoint_interval=2) == []
-    keys = ('mIoU_seen', 'mIoU_unseen', 'hIoU', 'mIoU')
-    assert 'test' not in results['sign_toy+short/5/0']
-    name = 'sign_toy_st_split+short/5/0'
-    run = results[name]
-    assert set(run['test']) == {'train', 'transfer', 'self_train'}
-    for stage in run['test']:
-        assert {k: run['test'][stage][k] for k in keys} == \
-            {k: run[stage][k] for k in keys}, stage
-    # its first two stages scored on the sibling's checkpoints
-    assert run['started_from'] == 'sign_toy+short_data5_seed0/iter_4.pth'
-    # a stored run without them: scored again from its checkpoints (the
-    # shared stages from its sibling's)
-    stored = json.loads((tmp_path / 'results.json').read_text())
-    del stored[name]['test']
-    (tmp_path / 'results.json').write_text(json.dumps(stored))
-    again = json.loads((tmp_path / 'results.json').read_text())
-    assert tt.score_stored_runs([(st, 'short', plan, 5, 0)], str(tmp_path),
-                                again) == [name]
-    assert again[name]['test'] == results[name]['test']
-    # the split is what is scored: the training images (test_split's
-    # ann_file) give other numbers than the validation images
-    train_split = str(tmp_path / 'sign_toy_st_train.py')
-    with open(train_split, 'w') as f:
-        f.write(f'_base_ = [{st!r}]\ntest_split = dict(ann_file='
-                "'ImageSets/Segmentation/train.txt')\n")
-    run_dir = tmp_path / 'sign_toy_st_split+short_data5_seed0'
-    on_train = tt.score_test_split(train_split, str(run_dir),
-                                   str(tmp_path / 'data5'), plan)
-    # (without the shared start: its own last checkpoint only)
-    assert set(on_train) == {'self_train'}
-    assert on_train['self_train'] != results[name]['test']['self_train']
-    # a config without a test_split has none
-    assert tt.score_test_split(
-        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'),
-        str(tmp_path / 'sign_toy+short_data5_seed0'), str(tmp_path / 'data5'),
-        SHORT_PLAN) == {}
