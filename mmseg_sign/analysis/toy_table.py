@@ -337,12 +337,13 @@ def record_machine(work_dir: str,
     """Add this CPU type to ``work_dir``'s :data:`MACHINES` before an
     attempt trains: after the sibling's list where the run starts from a
     sibling's checkpoint (those stages ran there), anew where it trains from
-    scratch, after its own where it continues an attempt of its own."""
+    scratch, after its own where it continues an attempt of its own. The
+    earlier stages of a folder trained before the record are ``unknown``
+    (such a run pairs with no run that names its CPU type)."""
     lines = []
-    if sibling is not None:
-        lines = machines_of(sibling)
-    elif not fresh:
-        lines = machines_of(work_dir)
+    if sibling is not None or not fresh:
+        lines = machines_of(sibling if sibling is not None else work_dir) \
+            or ['unknown']
     os.makedirs(work_dir, exist_ok=True)
     with open(osp.join(work_dir, MACHINES), 'w') as f:
         f.write(''.join(f'{m}\n' for m in (*lines, cpu_type())))

@@ -133,6 +133,9 @@ def test_a_run_records_the_cpu_types_it_trained_on(tmp_path):
     assert here and '\n' not in here
     own, sibling = str(tmp_path / 'own'), str(tmp_path / 'sibling')
     assert machines_of(own) == []
+    # stages trained before the record: of an unknown CPU type
+    record_machine(own, sibling=str(tmp_path / 'unrecorded'))
+    assert machines_of(own) == ['unknown', here]
     record_machine(sibling, fresh=True)
     with open(osp.join(sibling, 'machines.txt'), 'a') as f:
         f.write('Other CPU\n')  # an attempt continued elsewhere
