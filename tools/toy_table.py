@@ -414,6 +414,8 @@ def main():
                 'and seeds (nothing to report); run the same command '
                 'without --report-only to train them.')
         todo = []
+    for line in runs_lib.other_cpu_types(todo, results):
+        print(f'warning: {line}', flush=True)
     failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs,
                         args.seed_key, args.checkpoint_interval)
     if failed:  # the other runs are kept: a repeated command skips them

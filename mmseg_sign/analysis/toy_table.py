@@ -358,6 +358,28 @@ def machines_of(run_dir: str) -> list:
         return []
 
 
+def other_cpu_types(todo, results: dict) -> list:
+    """For each (data seed, seed) of ``todo`` (:func:`train_runs`' entries)
+    whose stored runs name CPU types other than this machine's, a line
+    saying so: the runs trained here will not pair with them
+    (:func:`~mmseg_sign.analysis.toy_markdown.paired_values`)."""
+    here, lines = cpu_type(), []
+    for d, s in dict.fromkeys((d, s) for *_, d, s in todo):
+        others = sorted({
+            run['cpu']
+            for name, run in results.items()
+            if name.split('/')[1:] == [str(d), str(s)] and run.get('cpu')
+            and run['cpu'] != here
+        })
+        if others:
+            lines.append(
+                f'seed {s} (data {d}) has stored runs trained on '
+                f'{"; ".join(others)}; this machine is {here}: its runs of '
+                'that seed will not pair with them (train a seed\'s rows on '
+                'one CPU type)')
+    return lines
+
+
 #: what tools/train.py adds to the config it dumps in the work dir, not
 #: what the run computes
 _DUMP_ONLY = ('work_dir', 'launcher', 'resume', 'load_from',

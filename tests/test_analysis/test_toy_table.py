@@ -146,6 +146,20 @@ def test_a_run_records_the_cpu_types_it_trained_on(tmp_path):
     assert machines_of(own) == [here, 'Other CPU', here]
     record_machine(own, fresh=True)  # trained anew
     assert machines_of(own) == [here]
+    # a table about to train a seed whose stored runs ran elsewhere says so
+    from mmseg_sign.analysis.toy_table import other_cpu_types
+    stored = {
+        'a/own/5': dict(cpu='Other CPU'),
+        'b/own/5': dict(cpu=here),
+        'a/own/6': dict(cpu=here),
+        'a/own/7': {}
+    }
+    todo = [('c.py', None, [], 'own', s) for s in (5, 6, 7, 8)]
+    assert other_cpu_types(todo, stored) == [
+        f'seed 5 (data own) has stored runs trained on Other CPU; this '
+        f'machine is {here}: its runs of that seed will not pair with them '
+        "(train a seed's rows on one CPU type)"
+    ]
 
 
 def test_param_counts_split_the_sim_from_the_inference_model(tmp_path):
