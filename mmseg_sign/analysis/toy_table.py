@@ -943,6 +943,27 @@ def takes_class_table(cfg_path: str) -> bool:
     return bool(config_value(cfg_path, 'model.decode_head.class_embeddings'))
 
 
+def _argument_default(module_cfg, name: str):
+    """The default of argument ``name`` of the model module that
+    ``module_cfg`` (a dict with a registered ``type``) builds; None where
+    it has no such argument or no default."""
+    if not isinstance(module_cfg, dict) or \
+            not isinstance(module_cfg.get('type'), str):
+        return None
+    import inspect
+
+    from mmseg.registry import MODELS
+
+    import mmseg_sign  # noqa: F401 (registers the project's modules)
+    cls = MODELS.get(module_cfg['type'])
+    if cls is None:
+        return None
+    param = inspect.signature(cls.__init__).parameters.get(name)
+    if param is None or param.default is inspect.Parameter.empty:
+        return None
+    return param.default
+
+
 def config_value(cfg_path: str, key: str):
     """A config's value at a dotted ``--cfg-options`` key (list items by
     index, e.g. ``train_cfg.stages.2.temperature``).
@@ -954,7 +975,9 @@ def config_value(cfg_path: str, key: str):
     Returns:
         The value (``None`` where the key is absent). A stage option the
         plan leaves at its default (``train_cfg.stages.1.synth_weight``)
-        has that default.
+        has that default, as has an argument a model module's config
+        leaves at its default (``model.decode_head.loss_kld_weight``:
+        SIGNHead's 100).
     """
     from ..structures.stage_plan import STAGE_OPTIONS
     node = read_config(cfg_path)
@@ -968,6 +991,9 @@ def config_value(cfg_path: str, key: str):
             if parts[:2] == ['train_cfg', 'stages'] and i == 3 and \
                     len(parts) == 4 and isinstance(node, dict):
                 return STAGE_OPTIONS.get(node.get('name'), {}).get(part)
+            # an argument a model module's config leaves at its default
+            if parts[0] == 'model' and i == len(parts) - 1:
+                return _argument_default(node, part)
             return None
     return node
 

@@ -760,7 +760,7 @@ def test_sweep_key_of_a_stage_option_left_at_its_default():
     a real option that the shipped plan leaves at its default; it was
     refused as a misspelled key. Its value is the default; a misspelt
     option or a stage the plan lacks is still None."""
-    from mmseg_sign.analysis.toy_table import config_value
+    from mmseg_sign.analysis.toy_table import config_value, read_config
     from mmseg_sign.structures.stage_plan import STAGE_OPTIONS
     toy = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
     assert config_value(toy, 'train_cfg.stages.1.synth_weight') == \
@@ -769,6 +769,13 @@ def test_sweep_key_of_a_stage_option_left_at_its_default():
     assert config_value(toy, 'train_cfg.stages.1.synth_weigt') is None
     assert config_value(toy, 'train_cfg.stages.7.synth_weight') is None
     assert config_value(toy, 'model.decode_head.synth_weight') is None
+    # a model module's argument the config leaves at its default: the
+    # registered class's (SIGNHead's alpha of eq. 4); one without a default
+    # or another module's is absent
+    assert 'loss_kld_weight' not in read_config(toy).model.decode_head
+    assert config_value(toy, 'model.decode_head.loss_kld_weight') == 100.0
+    assert config_value(toy, 'model.decode_head.loss_kld_weigth') is None
+    assert config_value(toy, 'model.neck.loss_kld_weight') is None
 
 
 def test_each_run_waits_only_for_the_run_it_starts_from():
