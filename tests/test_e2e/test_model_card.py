@@ -307,6 +307,10 @@ LITE0_SOURCES = {
                                     'transfer'),
     'cagnet_lite0_camvid-480x360_st': ('cagnet_lite0_camvid-480x360_st',
                                        'self_train'),
+    'zs3net_lite0_camvid-480x360_ast': ('zs3net_lite0_camvid-480x360_ast',
+                                        'self_train'),
+    'cagnet_lite0_camvid-480x360_ast': ('cagnet_lite0_camvid-480x360_ast',
+                                        'self_train'),
 }
 
 
@@ -316,8 +320,7 @@ def test_camvid_imagenet_metafile_follows_the_stored_runs():
     protocol's n), and then they are the means over seeds 0-4, and the
     README's model zoo quotes each as seen / unseen / harmonic mean ± 95 %
     CI; before, an entry has none (a number from fewer seeds is quoted in
-    docs/camvid.md only, with its n). A stem's seeds are stored in order
-    (0, 1, ...)."""
+    docs/camvid.md only, with its n)."""
     import json
     readme = open(osp.join(REPO, 'README.md'), encoding='utf-8').read()
     runs = json.load(
@@ -329,13 +332,13 @@ def test_camvid_imagenet_metafile_follows_the_stored_runs():
              for m in yaml.safe_load(open(path))['Models']})
     assert set(LITE0_SOURCES) <= set(meta)
     stems = {stem for stem, _ in LITE0_SOURCES.values()}
-    assert {key.split('/')[0] for key in runs} == stems
+    assert {key.split('/')[0] for key in runs} <= stems
     for name, (stem, stage) in LITE0_SOURCES.items():
         seeds = sorted(
             int(k.split('/')[-1]) for k in runs
             if k.startswith(f'{stem}/own/'))
-        assert seeds == list(range(len(seeds))), (stem, seeds)
-        if len(seeds) < 5:
+        # seeds 5-9 (another CPU type) may come before 0-4's new rows
+        if not set(range(5)) <= set(seeds):
             assert 'Results' not in meta[name], (name, seeds)
             continue
         (result, ) = meta[name]['Results']
