@@ -86,17 +86,19 @@ from pathlib import Path
 
 from mmengine.config import Config
 
-from mmseg_sign.analysis import toy_table as runs_lib
+from mmseg_sign.analysis.run_records import other_cpu_types
 from mmseg_sign.analysis.stats import parse_seeds
+from mmseg_sign.analysis.toy_configs import (config_value, missing_data,
+                                             row_stem, stage_ends,
+                                             sweep_points)
 from mmseg_sign.analysis.toy_data import check_toy_data
 from mmseg_sign.analysis.toy_markdown import (KEYS, comparison, table,
                                               table_by_data_seed)
 from mmseg_sign.analysis.toy_report import draw_comparison, plot_sweep
 from mmseg_sign.analysis.toy_results import adopt_finished_runs, read_results
 from mmseg_sign.analysis.toy_table import (OWN_DATA, TOY_VAL_SIZE,
-                                           config_value, foreign_runs,
-                                           row_stem, run_dir_name, stage_ends,
-                                           sweep_points, train_runs)
+                                           foreign_runs, run_dir_name,
+                                           score_stored_runs, train_runs)
 from mmseg_sign.utils.atomic import (atomic_write, check_output_dir,
                                      check_output_exists, check_output_file)
 
@@ -350,7 +352,7 @@ def main():
         # starts (a run without it would fail in its own process)
         missing = {}
         for c, _, tag, options in variants:
-            for m in runs_lib.missing_data(c, [*args.cfg_options, *options]):
+            for m in missing_data(c, [*args.cfg_options, *options]):
                 missing.setdefault(m, []).append(osp.basename(c))
         if missing:
             parser.error('the data these runs read is missing (prepare it '
@@ -414,15 +416,14 @@ def main():
                 'and seeds (nothing to report); run the same command '
                 'without --report-only to train them.')
         todo = []
-    for line in runs_lib.other_cpu_types(todo, results):
+    for line in other_cpu_types(todo, results):
         print(f'warning: {line}', flush=True)
     failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs,
                         args.seed_key, args.checkpoint_interval)
     if failed:  # the other runs are kept: a repeated command skips them
         raise SystemExit('\n'.join(['runs failed:', *failed]))
     if args.score_test:
-        rescored = runs_lib.score_stored_runs(runs, wd, results,
-                                              args.amp_dtype)
+        rescored = score_stored_runs(runs, wd, results, args.amp_dtype)
         print(f'scored on the test split: {rescored or "no run"}')
     if args.split == 'test':  # each run's test metrics in place of val's
         results = {

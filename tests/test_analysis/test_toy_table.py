@@ -127,8 +127,8 @@ def test_runs_pair_only_on_one_cpu_type():
 
 
 def test_a_run_records_the_cpu_types_it_trained_on(tmp_path):
-    from mmseg_sign.analysis.toy_table import (cpu_type, machines_of,
-                                               record_machine)
+    from mmseg_sign.analysis.run_records import (cpu_type, machines_of,
+                                                 record_machine)
     here = cpu_type()
     assert here and '\n' not in here
     own, sibling = str(tmp_path / 'own'), str(tmp_path / 'sibling')
@@ -147,7 +147,7 @@ def test_a_run_records_the_cpu_types_it_trained_on(tmp_path):
     record_machine(own, fresh=True)  # trained anew
     assert machines_of(own) == [here]
     # a table about to train a seed whose stored runs ran elsewhere says so
-    from mmseg_sign.analysis.toy_table import other_cpu_types
+    from mmseg_sign.analysis.run_records import other_cpu_types
     stored = {
         'a/own/5': dict(cpu='Other CPU'),
         'b/own/5': dict(cpu=here),
@@ -165,7 +165,7 @@ def test_a_run_records_the_cpu_types_it_trained_on(tmp_path):
 def test_param_counts_split_the_sim_from_the_inference_model(tmp_path):
     import torch
 
-    from mmseg_sign.analysis.toy_table import param_counts
+    from mmseg_sign.analysis.run_records import param_counts
     sizes = {
         'backbone.conv.weight': 10,
         'neck.input_proj.conv.weight': 5,
@@ -206,7 +206,7 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     assert set(run) == {
         'seconds', 'params', 'key', 'cpu', 'train', 'transfer', 'self_train'
     }
-    from mmseg_sign.analysis.toy_table import cpu_type
+    from mmseg_sign.analysis.run_records import cpu_type
     assert run['cpu'] == cpu_type()  # one attempt, on this machine
     from mmseg_sign.analysis.toy_results import run_key
     assert run['key'] == run_key(  # what it ran: the config + options
@@ -304,7 +304,7 @@ def test_seed_key_varies_one_source_and_compare_pairs_the_runs(tmp_path):
 
 
 def test_sweep_points_tag_every_value():
-    from mmseg_sign.analysis.toy_table import config_value, sweep_points
+    from mmseg_sign.analysis.toy_configs import config_value, sweep_points
     cfg = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
     key = 'train_cfg.stages.2.temperature'
     assert config_value(cfg, key) == 0.2
@@ -428,6 +428,8 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     it from its last checkpoint and ends with the uninterrupted run's
     metrics; a run dir that ran anything else is not continued."""
     from mmseg_sign.analysis import toy_table as tt
+    from mmseg_sign.analysis.run_records import config_as_run
+    from mmseg_sign.analysis.run_starts import unfinished_checkpoint
     from mmseg_sign.analysis.toy_results import RUN_RESULT, adopt_finished_runs
     wd = tmp_path / 'table'
     wd.mkdir()
@@ -483,16 +485,16 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
                          'test_dataloader'))
     ]
     for interval in ([], ['default_hooks.checkpoint.interval=3']):
-        assert tt.unfinished_checkpoint(cfg, str(run_dir),
-                                        [*options, *interval]) == str(
-                                            run_dir / 'iter_4.pth')
+        assert unfinished_checkpoint(cfg, str(run_dir),
+                                     [*options, *interval]) == str(
+                                         run_dir / 'iter_4.pth')
     # another seed, another option, another config: not this run
-    assert tt.unfinished_checkpoint(
+    assert unfinished_checkpoint(
         cfg, str(run_dir),
         [*options[:-4], 'randomness.seed=1', *options[-3:]]) is None
-    assert tt.unfinished_checkpoint(
+    assert unfinished_checkpoint(
         cfg, str(run_dir), [*options, 'train_cfg.stages.2.iters=3']) is None
-    assert tt.unfinished_checkpoint(
+    assert unfinished_checkpoint(
         osp.join(REPO, 'configs', 'sign', 'sign_toy_st.py'), str(run_dir),
         options) is None
     again = {}  # with another checkpoint interval
@@ -515,7 +517,7 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     assert steps and min(steps) > 4, steps
     # the config as run is the last attempt's record (vis_data), not the
     # work dir's dump, which the Runner keeps when it differs
-    assert tt.config_as_run(str(run_dir), cfg) == max(
+    assert config_as_run(str(run_dir), cfg) == max(
         (str(p) for p in run_dir.glob('*/vis_data/config.py')),
         key=osp.getmtime)
     # a copied run dir continues from its own copy, never the original's
@@ -523,18 +525,18 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     (run_dir / 'last_checkpoint').write_text(str(run_dir / 'iter_4.pth'))
     copy = wd / 'copied_data5_seed0'
     shutil.copytree(run_dir, copy)
-    assert tt.unfinished_checkpoint(cfg, str(copy),
-                                    options) == str(copy / 'iter_4.pth')
+    assert unfinished_checkpoint(cfg, str(copy),
+                                 options) == str(copy / 'iter_4.pth')
     # a last checkpoint cut short: the last whole one before it, said
     whole4 = (copy / 'iter_4.pth').read_bytes()
     (copy / 'iter_4.pth').write_bytes(whole4[:len(whole4) // 2])
-    assert tt.unfinished_checkpoint(cfg, str(copy),
-                                    options) == str(copy / 'iter_2.pth')
+    assert unfinished_checkpoint(cfg, str(copy),
+                                 options) == str(copy / 'iter_2.pth')
     (copy / 'iter_2.pth').write_bytes(b'')
-    assert tt.unfinished_checkpoint(cfg, str(copy), options) is None
+    assert unfinished_checkpoint(cfg, str(copy), options) is None
     # without a checkpoint to continue, a run trains from scratch
     (run_dir / 'last_checkpoint').unlink()
-    assert tt.unfinished_checkpoint(cfg, str(run_dir), options) is None
+    assert unfinished_checkpoint(cfg, str(run_dir), options) is None
 
 
 def test_a_run_starts_from_the_stages_another_run_ran_alike(
@@ -554,6 +556,8 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
     from mmengine.config import Config
 
     from mmseg_sign.analysis import toy_table as tt
+    from mmseg_sign.analysis.run_starts import (shared_start,
+                                                unfinished_checkpoint)
     from mmseg_sign.analysis.toy_results import parse_cfg_options
     monkeypatch.setenv('OMP_NUM_THREADS', '1')
     ast = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
@@ -595,8 +599,8 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
     ran = Config.fromfile(split)
     ran.merge_from_dict(parse_cfg_options(options))
     ran.dump(str(run_dir / 'sign_toy_st_split.py'))
-    assert tt.unfinished_checkpoint(split, str(run_dir),
-                                    options) == str(run_dir / 'iter_10.pth')
+    assert unfinished_checkpoint(split, str(run_dir),
+                                 options) == str(run_dir / 'iter_10.pth')
     assert tt.train_runs([(split, 'short', plan, 5, 0)], str(shared),
                          results) == []
     # from scratch, without the test split
@@ -634,20 +638,20 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
             {k: started[stage][k] for k in keys}, stage
     # what is compared: seed, data and the plan up to the shared stages
     other = str(shared / 'new_run')
-    assert tt.shared_start(st, other, options)[1:] == (str(
+    assert shared_start(st, other, options)[1:] == (str(
         shared / 'sign_toy+short_data5_seed0'), 30)
-    assert tt.shared_start(st, other, [*options, 'randomness.seed=1']) \
+    assert shared_start(st, other, [*options, 'randomness.seed=1']) \
         is None
     # a longer transfer: only the train stage is shared (iteration 20)
-    assert tt.shared_start(st, other,
-                           [*options, 'train_cfg.stages.1.iters=12'])[2] == 20
-    assert tt.shared_start(st, other,
-                           [*options, 'train_cfg.stages.0.iters=30']) is None
+    assert shared_start(st, other,
+                        [*options, 'train_cfg.stages.1.iters=12'])[2] == 20
+    assert shared_start(st, other,
+                        [*options, 'train_cfg.stages.0.iters=30']) is None
     # the sibling's checkpoint at the transfer's end cut short: the start
     # is the train stage's end (its whole checkpoint), not a traceback
     cut = shared / 'sign_toy+short_data5_seed0' / 'iter_30.pth'
     cut.write_bytes(cut.read_bytes()[:1000])
-    assert tt.shared_start(st, other, options)[2] == 20
+    assert shared_start(st, other, options)[2] == 20
     # --score-test: a stored run without test scores is scored from the
     # checkpoints still there (the transfer's is now damaged: left out)
     stored = json.loads((shared / 'results.json').read_text())
@@ -760,7 +764,7 @@ def test_sweep_key_of_a_stage_option_left_at_its_default():
     a real option that the shipped plan leaves at its default; it was
     refused as a misspelled key. Its value is the default; a misspelt
     option or a stage the plan lacks is still None."""
-    from mmseg_sign.analysis.toy_table import config_value, read_config
+    from mmseg_sign.analysis.toy_configs import config_value, read_config
     from mmseg_sign.structures.stage_plan import STAGE_OPTIONS
     toy = osp.join(REPO, 'configs', 'sign', 'sign_toy.py')
     assert config_value(toy, 'train_cfg.stages.1.synth_weight') == \
@@ -783,7 +787,7 @@ def test_each_run_waits_only_for_the_run_it_starts_from():
     SIGN (+ AST), ZS3 + AST from ZS3 + ST, CaGNet + AST from CaGNet + ST
     (their first two stages alike), each only from an earlier run of its
     own seeds; the ablations and SPNet from none."""
-    from mmseg_sign.analysis.toy_table import start_siblings
+    from mmseg_sign.analysis.run_starts import start_siblings
     names = [
         'sign/sign_lite0_camvid-480x360.py',
         'sign/ablations/sign_lite0_camvid-480x360_no-sim.py',

@@ -51,8 +51,10 @@ IFS=, read -r -a VALUES <<< "$ALPHAS"
 for s in $SEEDS; do
   for a in "${VALUES[@]}"; do
     RUN="$WORK/sign_lite0_camvid-480x360+loss_kld_weight${a}_seed$s"
-    END=$($PY -c "import sys; from mmseg_sign.analysis.toy_table import \
-stage_ends, config_as_run; print(stage_ends(config_as_run(sys.argv[1]))['train'])" "$RUN" 2>/dev/null)
+    END=$($PY -c "import sys
+from mmseg_sign.analysis.run_records import config_as_run
+from mmseg_sign.analysis.toy_configs import stage_ends
+print(stage_ends(config_as_run(sys.argv[1]))['train'])" "$RUN" 2>/dev/null)
     if [ -z "$END" ] || [ ! -f "$RUN/iter_$END.pth" ]; then
       echo "[$(date +%T)] $RUN: no train-stage checkpoint (not trained yet)"
       continue

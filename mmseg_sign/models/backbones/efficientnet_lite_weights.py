@@ -133,18 +133,17 @@ def check_config_wheels(cfg) -> None:
         wheel_checkpoint_path(_arch_of(checkpoint))
 
 
-def lite_arch_of(state_dict: Dict[str, torch.Tensor]) -> str:
-    """The Lite arch whose backbone has exactly the shapes of
-    ``state_dict`` (mmseg_sign's key names), or a description of what it
-    holds instead."""
-    from .efficientnet_lite import EfficientNetLite
+def lite_arch_of(state_dict: Dict[str, torch.Tensor], backbone_type) -> str:
+    """The arch of ``backbone_type`` (:class:`EfficientNetLite`) whose
+    backbone has exactly the shapes of ``state_dict`` (mmseg_sign's key
+    names), or a description of what it holds instead."""
     shapes = {
         k: tuple(v.shape)
         for k, v in state_dict.items() if hasattr(v, 'shape')
     }
-    for arch in EfficientNetLite.arch_settings:
+    for arch in backbone_type.arch_settings:
         with torch.device('meta'):
-            model = EfficientNetLite(arch, out_indices=(1, 2, 4, 6, 7))
+            model = backbone_type(arch, out_indices=(1, 2, 4, 6, 7))
         want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
         body = {k: v for k, v in shapes.items() if not k.startswith('fc.')}
         if body == want or body == {
@@ -200,7 +199,7 @@ def check_checkpoint_fits(backbone,
         raise ValueError(
             f'{checkpoint} does not fit EfficientNetLite(arch='
             f'{backbone.arch!r}): {details}. The file holds '
-            f'{lite_arch_of(state)}; give the checkpoint of '
+            f'{lite_arch_of(state, type(backbone))}; give the checkpoint of '
             f'{backbone.arch} (e.g. {PREFIX}{backbone.arch}), or set arch to '
             "the file's.")
 
