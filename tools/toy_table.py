@@ -92,7 +92,8 @@ from mmseg_sign.analysis.toy_configs import (config_value, missing_data,
                                              row_stem, stage_ends,
                                              sweep_points)
 from mmseg_sign.analysis.toy_data import check_toy_data
-from mmseg_sign.analysis.toy_markdown import (KEYS, comparison, table,
+from mmseg_sign.analysis.toy_markdown import (KEYS, comparison, on_test_split,
+                                              split_summary, table,
                                               table_by_data_seed)
 from mmseg_sign.analysis.toy_report import draw_comparison, plot_sweep
 from mmseg_sign.analysis.toy_results import adopt_finished_runs, read_results
@@ -190,11 +191,13 @@ def main():
         help='of the per-data-seed table')
     parser.add_argument(
         '--split',
-        choices=['val', 'test'],
+        choices=['val', 'test', 'val+test'],
         default='val',
         help="the table's metrics: the validation split's, logged at each "
         "stage end (default), or the config's test_split (CamVid's test "
-        'photographs), scored on the stage-end checkpoints after training')
+        'photographs), scored on the stage-end checkpoints after training; '
+        'val+test: one table of both (unseen and harmonic mIoU) and the '
+        "--compare pairs' harmonic differences on each")
     parser.add_argument(
         '--score-test',
         action='store_true',
@@ -254,6 +257,9 @@ def main():
                      'letters, digits, ".", "_" and "-" only.')
     if args.sweep and args.tag or args.plot and not args.sweep:
         parser.error('--sweep names its runs (no --tag); --plot needs it')
+    if args.split == 'val+test' and (args.plot or args.picture):
+        parser.error('--split val+test writes the two tables only: draw '
+                     '--plot / --picture with --split val or test')
     if args.cfg_options and not (args.tag or args.sweep):
         parser.error(
             f'--cfg-options {" ".join(args.cfg_options)}: the runs then '
@@ -425,15 +431,16 @@ def main():
     if args.score_test:
         rescored = score_stored_runs(runs, wd, results, args.amp_dtype)
         print(f'scored on the test split: {rescored or "no run"}')
+    if args.split == 'val+test':  # one table of both, and the pairs'
+        lines = split_summary(results, rows, args.compare, args.data_seeds,
+                              args.seeds)
+        print('\n'.join(lines))
+        if args.out:
+            text = '\n'.join(lines) + '\n'
+            atomic_write(args.out, lambda tmp: Path(tmp).write_text(text))
+        return
     if args.split == 'test':  # each run's test metrics in place of val's
-        results = {
-            name: {
-                **{k: v
-                   for k, v in run.items() if k not in run['test']},
-                **run['test']
-            }
-            for name, run in results.items() if run.get('test')
-        }
+        results = on_test_split(results)
     lines = table(results, rows, args.data_seeds, args.seeds)
     if len(args.data_seeds) > 1:
         lines += [

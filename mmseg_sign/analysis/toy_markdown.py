@@ -207,3 +207,89 @@ def comparison(results: dict,
             lines.append(f'| {la} − {lb} | {names[metric]} | {p.diff.n} | '
                          f'{p.diff} | {p.wins}/{p.diff.n} | {verdict} |')
     return lines
+
+
+def on_test_split(results: dict) -> dict:
+    """The runs scored on their config's test split (CamVid's test
+    photographs), each with those metrics in place of the validation
+    ones: the stage results of ``run['test']`` over the run's own.
+
+    Args:
+        results (dict): ``{STEM/DATA_SEED/SEED: run}``.
+
+    Returns:
+        dict: the runs that have ``test``, in the same form.
+    """
+    return {
+        name: {
+            **{k: v
+               for k, v in run.items() if k not in run['test']},
+            **run['test']
+        }
+        for name, run in results.items() if run.get('test')
+    }
+
+
+def split_summary(results: dict, rows: dict, pairs_of_labels, data_seeds,
+                  seeds) -> list:
+    """Markdown lines: one table of every row on the validation split and
+    on the test split side by side (n, unseen and harmonic mIoU, mean ±
+    95 % CI), then the paired differences of the harmonic mIoU on each
+    split (n, mean ± 95 % CI, how many pairs A won, the verdict). A row's
+    or pair's test columns hold the runs scored on the test split
+    (:func:`on_test_split`), which may be fewer than its val runs.
+
+    Args:
+        results (dict): ``{STEM/DATA_SEED/SEED: run}``.
+        rows (dict): ``{label: (stem, stage)}`` in table order.
+        pairs_of_labels (Sequence[tuple[str, str]]): labels of ``rows``.
+        data_seeds (Sequence[int]): the data seeds to average and pair over.
+        seeds (Sequence[int]): the training seeds to average and pair over.
+
+    Returns:
+        list[str]: the two tables, a blank line between them.
+    """
+    splits = (results, on_test_split(results))
+    wanted = {f'{d}/{s}' for d in data_seeds for s in seeds}
+    lines = [
+        '| row | val: n | val: unseen mIoU | val: harmonic mIoU | test: n | '
+        'test: unseen mIoU | test: harmonic mIoU |', '|---|---|---|---|---|'
+        '---|---|'
+    ]
+    for label, (stem, stage) in rows.items():
+        cells = []
+        for runs in splits:
+            stages = [
+                v[stage] for k, v in runs.items() if k.split('/')[0] == stem
+                and k.split('/', 1)[1] in wanted and stage in v
+            ]
+            cells += [str(len(stages))] + [
+                fmt([s[k] for s in stages]) if stages else '–'
+                for k in ('mIoU_unseen', 'hIoU')
+            ]
+        if cells[0] != '0' or cells[3] != '0':
+            lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
+    lines += [
+        '', '| A − B (harmonic mIoU) | val: n | val: difference (95 % CI) | '
+        'val: A wins | test: n | test: difference (95 % CI) | test: A wins '
+        '| the runs say (val; test) |', '|---|---|---|---|---|---|---|---|'
+    ]
+    for la, lb in pairs_of_labels:
+        cells, says = [], []
+        for runs in splits:
+            _, a, b = paired_values(runs, rows[la], rows[lb], data_seeds,
+                                    seeds, 'hIoU')
+            if not a:
+                cells += ['0', '–', '–']
+                says.append('–')
+                continue
+            p = paired_difference(a, b)
+            cells += [str(p.diff.n), str(p.diff), f'{p.wins}/{p.diff.n}']
+            says.append({
+                'A > B': f'{la} > {lb}',
+                'A < B': f'{la} < {lb}'
+            }.get(p.verdict, 'not resolved'))
+        if cells[0] != '0' or cells[3] != '0':
+            lines.append(f'| {la} − {lb} | ' + ' | '.join(cells) +
+                         f' | {"; ".join(says)} |')
+    return lines

@@ -126,6 +126,58 @@ def test_runs_pair_only_on_one_cpu_type():
                                        [0, 1, 2])
 
 
+def test_split_summary_sets_val_and_test_side_by_side():
+    """docs/camvid.md's opening table: every row's val and test columns, and
+    each pair's harmonic difference on both splits, the test columns over
+    the runs scored on the test split only."""
+    from mmseg_sign.analysis.toy_markdown import on_test_split, split_summary
+
+    def run(h, test=None):
+        out = dict(
+            cpu='Xeon', self_train=dict(mIoU_seen=80.0, mIoU_unseen=h, hIoU=h))
+        if test is not None:
+            out['test'] = dict(
+                self_train=dict(
+                    mIoU_seen=70.0, mIoU_unseen=test / 2, hIoU=test))
+        return out
+
+    results = {
+        'a/own/0': run(50.0, 40.0),
+        'a/own/1': run(60.0, 44.0),
+        'a/own/2': run(70.0),
+        'b/own/0': run(48.0, 30.0),
+        'b/own/1': run(57.0, 33.0),
+        'b/own/2': run(69.0),
+    }
+    # its test stages in place of the val ones (the rest kept)
+    assert on_test_split(results)['a/own/1'] == dict(
+        results['a/own/1'], **results['a/own/1']['test'])
+    assert 'a/own/2' not in on_test_split(results)
+    rows = {
+        'A': ('a', 'self_train'),
+        'B': ('b', 'self_train'),
+        'C': ('c', 'self_train')
+    }
+    lines = split_summary(results, rows, [('A', 'B'), ('A', 'C')], ['own'],
+                          [0, 1, 2])
+    # by hand. A on val: 50, 60, 70 -> sd 10, t(0.975, 2) = 4.303: ± 24.84;
+    # on test (seeds 0, 1): 40, 44 -> sd 2.828, t(0.975, 1) = 12.706:
+    # ± 25.41, unseen 20, 22 -> ± 12.71. B on val: 48, 57, 69 -> sd 10.536:
+    # ± 26.17; on test 30, 33 -> ± 19.06, unseen 15, 16.5 -> ± 9.53. C has
+    # no run: no line
+    assert lines[2:5] == [
+        '| A | 3 | 60.00 ± 24.84 | 60.00 ± 24.84 | 2 | 21.00 ± 12.71 | '
+        '42.00 ± 25.41 |', '| B | 3 | 58.00 ± 26.17 | 58.00 ± 26.17 | 2 | '
+        '15.75 ± 9.53 | 31.50 ± 19.06 |', ''
+    ]
+    # A − B: val 2, 3, 1 -> 2.00 ± 2.48 (holds 0); test 10, 11 -> sd 0.707:
+    # ± 6.35 (excludes 0). A − C has no pair on either split: no line
+    assert lines[7:] == [
+        '| A − B | 3 | 2.00 ± 2.48 | 3/3 | 2 | 10.50 ± 6.35 | 2/2 | '
+        'not resolved; A > B |'
+    ]
+
+
 def test_a_run_records_the_cpu_types_it_trained_on(tmp_path):
     from mmseg_sign.analysis.run_records import (cpu_type, machines_of,
                                                  record_machine)

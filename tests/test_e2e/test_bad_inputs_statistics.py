@@ -54,6 +54,12 @@ CASES = [
         r"--cfg-options train_cfg\.stages\.0\.iters=10: the runs then train "
         r"something else than the configs.*give them a --tag NAME"),
     Case(
+        'toy_table_val_test_with_a_picture',
+        'toy_table.py --report-only --split val+test --picture p.png',
+        toy_table_report(None, '--split', 'val+test', '--picture', 'p.png'),
+        r'--split val\+test writes the two tables only: draw --plot / '
+        r'--picture with --split val or test'),
+    Case(
         'toy_table_report_fine',
         'toy_table.py --report-only over the stored runs (control)',
         toy_table_report(None),

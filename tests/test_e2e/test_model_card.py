@@ -290,6 +290,53 @@ def test_camvid_imagenet_comparison_quotes_the_stored_runs():
                 doc.replace('**', '').replace('\n', ' '), (cells[0], diff)
 
 
+def campaign_report():
+    """The rows (``{label: (stem, stage)}``) and pairs of the CamVid Lite0
+    campaign's report, read from tools/analysis/camvid_lite0_campaign.sh
+    (their one home)."""
+    import shlex
+    text = open(
+        osp.join(REPO, 'tools', 'analysis',
+                 'camvid_lite0_campaign.sh')).read()
+    stem = re.search(r'^S=(\S+)$', text, re.M).group(1)
+    block = re.search(r'^REPORT=\((.*?)\)\n', text, re.M | re.S).group(1)
+    words = shlex.split(block.replace('${S}', stem).replace('$S', stem))
+    rows, pairs = {}, []
+    i = words.index('--rows') + 1
+    while not words[i].startswith('--'):
+        label, _, target = words[i].partition('=')
+        rows[label] = tuple(target.split('@'))
+        i += 1
+    while i < len(words):
+        if words[i] == '--compare':
+            pairs.append((words[i + 1], words[i + 2]))
+            i += 3
+        else:
+            i += 1
+    return rows, pairs
+
+
+def test_camvid_opening_table_is_the_stored_runs():
+    """docs/camvid.md opens with every row of the campaign on val and on
+    the test split and every pair of its report (issue 59): the lines of
+    ``tools/toy_table.py ... --split val+test`` over every stored seed of
+    docs/toy_runs/camvid_lite0_protocol.json (the ceiling's in
+    camvid_lite0_ceiling.json), recomputed here; a run stored without the
+    doc's table following it fails here."""
+    import json
+
+    from mmseg_sign.analysis.toy_markdown import split_summary
+    runs = {}
+    for name in ('camvid_lite0_protocol.json', 'camvid_lite0_ceiling.json'):
+        runs.update(json.load(open(osp.join(REPO, 'docs', 'toy_runs', name))))
+    rows, pairs = campaign_report()
+    assert rows['SIGN + AST'] == ('sign_lite0_camvid-480x360', 'self_train')
+    assert ('SIGN + AST', 'CaGNet + AST') in pairs
+    lines = split_summary(runs, rows, pairs, ['own'], list(range(10)))
+    doc = open(osp.join(REPO, 'docs', 'camvid.md'), encoding='utf-8').read()
+    assert '\n'.join(lines) + '\n' in doc, '\n'.join(lines)
+
+
 #: issue 48's metafile entries (EfficientNet-Lite0 on CamVid) → the stored
 #: run and stage their Results are the means of
 LITE0_SOURCES = {
