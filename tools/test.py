@@ -64,7 +64,9 @@ def parse_args():
         help='test on a seen/unseen split other than the one the checkpoint '
         'was trained with (for deliberate cross-split studies). Without it '
         "a test dataset whose unseen classes differ from the checkpoint's "
-        '(decode_head.unseen_mask) is an error.')
+        '(decode_head.unseen_mask) is an error. A config that trains on '
+        'another split by design (the supervised ceiling) says so with '
+        'allow_split_change = True.')
     args = parse_runner_args(parser)
 
     return args
@@ -158,7 +160,10 @@ def main():
             args.checkpoint,
             args.config,
             check_weights=not args.lenient_load,
-            check_split=not args.allow_split_change),
+            # the flag, or a config that trains on another split by design
+            # (the supervised ceiling: every class seen)
+            check_split=not (args.allow_split_change
+                             or cfg.get('allow_split_change', False))),
         priority='LOWEST')
 
     # start testing

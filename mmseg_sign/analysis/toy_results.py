@@ -48,11 +48,13 @@ def run_key(cfg_path: str,
 #: top-level keys that only compose other keys (a recipe's parts, written
 #: once and read where they are used: configs/_base_/schedules/
 #: lite0_adamw_poly.py, sign_toy_600_400_400.py, sign_camvid_2000_400_400.py)
-#: or name what a run is scored on afterwards (``test_split``,
-#: configs/_base_/datasets/camvid_zs.py): what a run ran is what they
-#: compose into
+#: or say how a run is scored afterwards (``test_split``,
+#: configs/_base_/datasets/camvid_zs.py; ``allow_split_change``, the
+#: supervised ceiling's, which tools/test.py reads): what a run ran is what
+#: they compose into
 COMPOSITION_KEYS = ('lite0_optimizer', 'lite0_paramwise_cfg', 'lite0_poly',
-                    'segmentor_sgd', 'gan_adam', 'ast_stage', 'test_split')
+                    'segmentor_sgd', 'gan_adam', 'ast_stage', 'test_split',
+                    'allow_split_change')
 
 
 @functools.lru_cache(maxsize=None)  # a command asks once per config
