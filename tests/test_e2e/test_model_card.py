@@ -348,8 +348,8 @@ LITE0_SOURCES = {
     'spnet_lite0_camvid-480x360': ('spnet_lite0_camvid-480x360', 'end'),
     'zs3net_lite0_camvid-480x360':
     ('zs3net_lite0_camvid-480x360_st', 'transfer'),
-    'zs3net_lite0_camvid-480x360_st':
-    ('zs3net_lite0_camvid-480x360_st', 'self_train'),
+    'zs3net_lite0_camvid-480x360_st': ('zs3net_lite0_camvid-480x360_st',
+                                       'self_train'),
     'cagnet_lite0_camvid-480x360': ('cagnet_lite0_camvid-480x360_st',
                                     'transfer'),
     'cagnet_lite0_camvid-480x360_st': ('cagnet_lite0_camvid-480x360_st',
@@ -358,6 +358,13 @@ LITE0_SOURCES = {
                                         'self_train'),
     'cagnet_lite0_camvid-480x360_ast': ('cagnet_lite0_camvid-480x360_ast',
                                         'self_train'),
+    # the ablations (Tables 3-4) after AST
+    'sign_lite0_camvid-480x360_no-sim': ('sign_lite0_camvid-480x360_no-sim',
+                                         'self_train'),
+    'sign_lite0_camvid-480x360_pe-none': ('sign_lite0_camvid-480x360_pe-none',
+                                          'self_train'),
+    'sign_lite0_camvid-480x360_pe-absolute':
+    ('sign_lite0_camvid-480x360_pe-absolute', 'self_train'),
 }
 
 
