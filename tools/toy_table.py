@@ -104,6 +104,25 @@ from mmseg_sign.utils.atomic import (atomic_write, check_output_dir,
                                      check_output_exists, check_output_file)
 
 
+def report_lines(results, rows, args):
+    """The table of ``rows`` on one split, per data seed and the pairs."""
+    lines = table(results, rows, args.data_seeds, args.seeds)
+    if len(args.data_seeds) > 1:
+        lines += [
+            '', f'{args.metric} per toy data seed (mean ± 95 % CI over '
+            'the training seeds):', '', *table_by_data_seed(
+                results, rows, args.data_seeds, args.seeds, args.metric)
+        ]
+    if args.compare:
+        lines += [
+            '', 'Paired differences (the same data seeds and training '
+            'seeds; 95 % CI, Student\'s t):', '', *comparison(
+                results, rows, args.compare, args.data_seeds, args.seeds,
+                'the runs say' if args.data == 'config' else 'the toy says')
+        ]
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('configs', nargs='+')
@@ -431,30 +450,13 @@ def main():
     if args.score_test:
         rescored = score_stored_runs(runs, wd, results, args.amp_dtype)
         print(f'scored on the test split: {rescored or "no run"}')
-    if args.split == 'val+test':  # one table of both, and the pairs'
+    if args.split == 'val+test':  # --picture and --plot refused above
         lines = split_summary(results, rows, args.compare, args.data_seeds,
                               args.seeds)
-        print('\n'.join(lines))
-        if args.out:
-            text = '\n'.join(lines) + '\n'
-            atomic_write(args.out, lambda tmp: Path(tmp).write_text(text))
-        return
-    if args.split == 'test':  # each run's test metrics in place of val's
-        results = on_test_split(results)
-    lines = table(results, rows, args.data_seeds, args.seeds)
-    if len(args.data_seeds) > 1:
-        lines += [
-            '', f'{args.metric} per toy data seed (mean ± 95 % CI over '
-            'the training seeds):', '', *table_by_data_seed(
-                results, rows, args.data_seeds, args.seeds, args.metric)
-        ]
-    if args.compare:
-        lines += [
-            '', 'Paired differences (the same data seeds and training '
-            'seeds; 95 % CI, Student\'s t):', '', *comparison(
-                results, rows, args.compare, args.data_seeds, args.seeds,
-                'the runs say' if args.data == 'config' else 'the toy says')
-        ]
+    else:
+        if args.split == 'test':  # each run's test metrics in place of val's
+            results = on_test_split(results)
+        lines = report_lines(results, rows, args)
     if args.picture:
         labels = {target: label for label, target in rows.items()}
         models = []
