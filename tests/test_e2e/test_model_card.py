@@ -405,3 +405,30 @@ def test_camvid_imagenet_metafile_follows_the_stored_runs():
         summary = zoo_summary(stored)
         assert f'`{meta[name]["Config"]}` | {summary} ' in readme, \
             (name, summary)
+
+
+def test_camvid_ceiling_on_the_test_split_is_the_stored_runs():
+    """docs/camvid.md's ceiling on CamVid's test split: every stored
+    supervised Lite0 run that was scored on test (mean ± 95 % CI over
+    them), and the same runs on val, column by column."""
+    import json
+
+    from mmseg_sign.analysis.stats import mean_ci
+    runs = {}
+    for name in ('camvid_lite0_protocol.json', 'camvid_lite0_ceiling.json'):
+        runs.update(json.load(open(osp.join(REPO, 'docs', 'toy_runs', name))))
+    scored = [
+        r for k, r in sorted(runs.items())
+        if k.startswith('supervised_lite0_camvid-480x360/') and 'test' in r
+    ]
+    assert scored, 'no ceiling run scored on the test split'
+    keys = ['mIoU', 'mIoU_seen', 'mIoU_unseen', 'hIoU'
+            ] + [k for k in scored[0]['end'] if k.startswith('IoU.')]
+    assert len(keys) == 14
+    doc = open(osp.join(REPO, 'docs', 'camvid.md')).read()
+    section = doc[doc.index("### The ceiling on CamVid's test split"):]
+    for label, split in (('test', lambda r: r['test']['end']),
+                         ('val (the same run)', lambda r: r['end'])):
+        cells = [str(mean_ci([split(r)[k] for r in scored])) for k in keys]
+        row = f'| {label} | {len(scored)} | ' + ' | '.join(cells) + ' |'
+        assert row in section, row
