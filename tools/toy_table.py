@@ -98,8 +98,9 @@ from mmseg_sign.analysis.toy_markdown import (KEYS, comparison, on_test_split,
 from mmseg_sign.analysis.toy_report import draw_comparison, plot_sweep
 from mmseg_sign.analysis.toy_results import adopt_finished_runs, read_results
 from mmseg_sign.analysis.toy_table import (OWN_DATA, TOY_VAL_SIZE,
-                                           foreign_runs, run_dir_name,
-                                           score_stored_runs, train_runs)
+                                           foreign_runs, planned_starts,
+                                           run_dir_name, score_stored_runs,
+                                           train_runs)
 from mmseg_sign.utils.atomic import (atomic_write, check_output_dir,
                                      check_output_exists, check_output_file)
 
@@ -204,6 +205,14 @@ def main():
         help='train nothing: the table of the stored runs (each row over '
         'the runs it has, e.g. baselines over 1 seed, SIGN over 3)')
     parser.add_argument(
+        '--dry-run',
+        action='store_true',
+        help='train nothing and write nothing: list the runs this command '
+        'would train, in the order it starts them, and where each starts '
+        '(from scratch, its own unfinished attempt, or the checkpoint of a '
+        'run whose first stages it runs alike); a campaign over several '
+        'sessions: what is left')
+    parser.add_argument(
         '--metric',
         default='hIoU',
         choices=KEYS,
@@ -279,6 +288,9 @@ def main():
     if args.split == 'val+test' and (args.plot or args.picture):
         parser.error('--split val+test writes the two tables only: draw '
                      '--plot / --picture with --split val or test')
+    if args.dry_run and (args.report_only or args.score_test):
+        parser.error('--dry-run lists the runs a command would train: give '
+                     'it the command without --report-only / --score-test')
     if args.cfg_options and not (args.tag or args.sweep):
         parser.error(
             f'--cfg-options {" ".join(args.cfg_options)}: the runs then '
@@ -351,10 +363,12 @@ def main():
                     check_toy_data(data_root, d, TOY_VAL_SIZE)
                 except ValueError as err:
                     parser.error(str(err))
-    os.makedirs(wd, exist_ok=True)
+    if not args.dry_run:
+        os.makedirs(wd, exist_ok=True)
     try:
         results = read_results(path)
-        adopted = adopt_finished_runs(wd, results)
+        # (a dry run names them: planned_starts)
+        adopted = [] if args.dry_run else adopt_finished_runs(wd, results)
     except (OSError, ValueError) as err:
         parser.error(str(err))
     if adopted:  # trained before, but the results file was not written
@@ -443,6 +457,14 @@ def main():
         todo = []
     for line in other_cpu_types(todo, results):
         print(f'warning: {line}', flush=True)
+    if args.dry_run:
+        print(f'{len(todo)} of {len(runs)} runs to train ({args.jobs} at a '
+              f'time, in this order; {len(runs) - len(todo)} stored in '
+              f'{path}):')
+        for line in planned_starts(todo, wd, args.amp_dtype, args.seed_key,
+                                   args.checkpoint_interval):
+            print(f'  {line}')
+        return
     failed = train_runs(todo, wd, results, args.amp_dtype, args.jobs,
                         args.seed_key, args.checkpoint_interval)
     if failed:  # the other runs are kept: a repeated command skips them

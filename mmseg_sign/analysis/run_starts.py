@@ -121,7 +121,8 @@ def shared_start(cfg_path, work_dir, cfg_options=()):
     ends = [plan.start(k) for k in range(1, len(plan))]  # k stages done
     table = osp.dirname(osp.abspath(work_dir))
     best, texts = None, {}
-    for name in sorted(os.listdir(table)):
+    # (no table folder yet, e.g. a dry run's: no sibling)
+    for name in sorted(os.listdir(table) if osp.isdir(table) else ()):
         other = osp.join(table, name)
         if other == osp.abspath(work_dir) or not osp.isdir(other):
             continue

@@ -14,7 +14,8 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from ..utils.work_dir_lock import (lock_work_dir, set_aside_checkpoints,
-                                   unlock_work_dir, work_dir_checkpoints)
+                                   unlock_work_dir, work_dir_checkpoints,
+                                   work_dir_holder)
 from .logs import logged_records
 from .run_records import (checkpoint_iteration, config_as_run, machines_of,
                           param_counts, readable_checkpoint, record_machine)
@@ -133,6 +134,41 @@ def score_test_split(cfg_path,
     return out
 
 
+def run_options(cfg_path,
+                data_root,
+                seed: int,
+                cfg_options=(),
+                seed_key: str = 'randomness.seed',
+                checkpoint_interval=None) -> list:
+    """A run's ``--cfg-options``: ``cfg_options``, its seed, the checkpoint
+    interval and its data (:func:`train`'s arguments)."""
+    options = [*cfg_options, f'{seed_key}={seed}']
+    if checkpoint_interval:
+        options.append(f'{CHECKPOINT_INTERVAL}={checkpoint_interval}')
+    return options + data_options(cfg_path, data_root)
+
+
+def start_of(cfg_path, work_dir, options) -> tuple:
+    """Where a run whose result is not stored starts: from the last
+    checkpoint of an earlier, unfinished attempt that ran exactly this (a
+    killed table, a session's end), or from another run's checkpoint at
+    the end of the stages both run alike, whichever is further; else from
+    scratch, over what is left in the run dir (set aside).
+
+    Returns:
+        tuple: :func:`.run_starts.unfinished_checkpoint`'s checkpoint and
+        :func:`.run_starts.shared_start`'s triple, at most one of them not
+        None.
+    """
+    resumed = unfinished_checkpoint(cfg_path, work_dir, options)
+    shared = shared_start(cfg_path, work_dir, options)
+    if shared and resumed and checkpoint_iteration(resumed) >= shared[2]:
+        shared = None  # its own attempt got as far
+    elif shared:
+        resumed = None
+    return resumed, shared
+
+
 def train(cfg_path,
           work_dir,
           data_root,
@@ -168,22 +204,9 @@ def train(cfg_path,
         (:func:`.run_starts.shared_start`) or None.
     """
     extra = ['--amp-dtype', amp_dtype] if amp_dtype else []
-    options = [*cfg_options, f'{seed_key}={seed}']
-    if checkpoint_interval:
-        options.append(f'{CHECKPOINT_INTERVAL}={checkpoint_interval}')
-    options += data_options(cfg_path, data_root)
-    # a run whose result is not stored continues from the last checkpoint
-    # of an earlier, unfinished attempt that ran exactly this (a killed
-    # table, a session's end), or starts from another run's checkpoint at
-    # the end of the stages both run alike (shared_start), whichever is
-    # further; anything else trains from scratch, over what is left in the
-    # run dir (set aside)
-    resumed = unfinished_checkpoint(cfg_path, work_dir, options)
-    shared = shared_start(cfg_path, work_dir, options)
-    if shared and resumed and checkpoint_iteration(resumed) >= shared[2]:
-        shared = None  # its own attempt got as far
-    elif shared:
-        resumed = None
+    options = run_options(cfg_path, data_root, seed, cfg_options, seed_key,
+                          checkpoint_interval)
+    resumed, shared = start_of(cfg_path, work_dir, options)
     again = '--resume' if resumed or shared else '--overwrite-checkpoints'
     if shared:
         if work_dir_checkpoints(work_dir):  # under the work dir's lock
@@ -445,6 +468,60 @@ def train_runs(todo,
                 continue
             print(name, json.dumps(results[name]), flush=True)
     return failed
+
+
+def planned_starts(todo,
+                   wd: str,
+                   amp_dtype=None,
+                   seed_key: str = 'randomness.seed',
+                   checkpoint_interval=None) -> list:
+    """What :func:`train_runs` would do with ``todo``, in its order: each
+    run's name and where it would start (``--dry-run``); nothing is made,
+    trained or written.
+
+    Args:
+        todo (Sequence[tuple]): :func:`train_runs`'s.
+        wd (str): the table's work dir.
+        amp_dtype (str, optional): :func:`train`'s.
+        seed_key (str): :func:`train`'s.
+        checkpoint_interval (int, optional): :func:`train`'s.
+
+    Returns:
+        list[str]: ``'NAME: how it starts'`` per run.
+    """
+    starts = start_siblings(todo, checkpoint_interval)
+    names = [
+        f'{row_stem(c, amp_dtype, tag)}/{d}/{s}' for c, tag, _, d, s in todo
+    ]
+    lines = []
+    for i, (c, tag, options, d, s) in enumerate(todo):
+        run_dir = osp.join(wd, run_dir_name(row_stem(c, amp_dtype, tag), d, s))
+        data_root = None if d == OWN_DATA else osp.join(wd, f'data{d}')
+        resumed, shared = start_of(
+            c, run_dir,
+            run_options(c, data_root, s, options, seed_key,
+                        checkpoint_interval))
+        holder = work_dir_holder(run_dir)
+        if holder:
+            how = f'training now ({holder.split(":")[0]})'
+        elif osp.exists(osp.join(run_dir, RUN_RESULT)):
+            how = ('finished: its result, kept in its folder, is stored '
+                   'without training')
+        elif i in starts:
+            how = (f'after {names[starts[i]]} ends, from its checkpoint '
+                   'at the end of the stages they run alike')
+            if resumed:
+                how += (f' (or its own {osp.basename(resumed)} if that '
+                        'is further)')
+        elif shared:
+            how = (f'from {osp.basename(shared[1])}/'
+                   f'{osp.basename(shared[0])} (the stages they run alike)')
+        elif resumed:
+            how = f'continues its own {osp.basename(resumed)}'
+        else:
+            how = 'from scratch'
+        lines.append(f'{names[i]}: {how}')
+    return lines
 
 
 def foreign_runs(results: dict,

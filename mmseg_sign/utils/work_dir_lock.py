@@ -116,6 +116,35 @@ def unlock_work_dir(work_dir: str) -> None:
         lock_file.close()
 
 
+def work_dir_holder(work_dir: str) -> Optional[str]:
+    """The ``pid N: command`` of the live process that holds
+    ``work_dir``'s lock, read from its lock file without taking the lock
+    (taking it, even for an instant, could fail a run starting then);
+    None where no lock file names a live process.
+
+    Args:
+        work_dir (str): a run's work dir.
+
+    Returns:
+        str | None: the holder's line.
+    """
+    try:
+        with open(osp.join(work_dir, LOCK_NAME)) as f:
+            line = f.readline().strip()
+    except OSError:
+        return None
+    found = re.match(r'pid (\d+):', line)
+    if not found:
+        return None
+    try:
+        os.kill(int(found.group(1)), 0)
+    except ProcessLookupError:  # left by a run killed with -9
+        return None
+    except PermissionError:  # alive, another user's
+        pass
+    return line
+
+
 @atexit.register
 def _release_all() -> None:
     for key in list(_held):

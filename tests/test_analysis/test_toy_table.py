@@ -653,6 +653,10 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
     ran.dump(str(run_dir / 'sign_toy_st_split.py'))
     assert unfinished_checkpoint(split, str(run_dir),
                                  options) == str(run_dir / 'iter_10.pth')
+    # what --dry-run says of it
+    assert tt.planned_starts([(split, 'short', plan, 5, 0)], str(shared)) \
+        == ['sign_toy_st_split+short/5/0: from sign_toy+short_data5_seed0/'
+            'iter_30.pth (the stages they run alike)']
     assert tt.train_runs([(split, 'short', plan, 5, 0)], str(shared),
                          results) == []
     # from scratch, without the test split
@@ -866,3 +870,34 @@ def test_each_run_waits_only_for_the_run_it_starts_from():
         **{i + n: j + n
            for i, j in expected.items()}
     }
+
+
+def test_dry_run_lists_the_runs_and_where_each_would_start(tmp_path):
+    """--dry-run: the runs the command would train, in its order, each
+    with where it would start; nothing is made (no work dir, no toy
+    data), nothing trains."""
+    wd = tmp_path / 'wd'
+    cmd = [
+        sys.executable,
+        osp.join(REPO, 'tools', 'toy_table.py'),
+        osp.join(REPO, 'configs', 'sign', 'sign_toy.py'),
+        osp.join(REPO, 'configs', 'sign', 'sign_toy_st.py'), '--seeds', '0-1',
+        '--jobs', '2', '--work-dir',
+        str(wd), '--dry-run'
+    ]
+    env = dict(os.environ, PYTHONWARNINGS='ignore', OMP_NUM_THREADS='1')
+    out = tool_server.run(
+        cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert not wd.exists()
+    listed = out.stdout[out.stdout.index(
+        f'4 of 4 runs to train (2 at a time, in this order; 0 stored in '
+        f'{wd}/results.json):'):]
+    assert listed.splitlines()[1:] == [
+        '  sign_toy/0/0: from scratch',
+        '  sign_toy_st/0/0: after sign_toy/0/0 ends, from its checkpoint at '
+        'the end of the stages they run alike',
+        '  sign_toy/0/1: from scratch',
+        '  sign_toy_st/0/1: after sign_toy/0/1 ends, from its checkpoint at '
+        'the end of the stages they run alike',
+    ], out.stdout

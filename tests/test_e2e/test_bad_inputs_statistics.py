@@ -60,6 +60,12 @@ CASES = [
         r'--split val\+test writes the two tables only: draw --plot / '
         r'--picture with --split val or test'),
     Case(
+        'toy_table_dry_run_with_report_only',
+        'toy_table.py --report-only --dry-run',
+        toy_table_report(None, '--dry-run'),
+        r'--dry-run lists the runs a command would train: give it the '
+        r'command without --report-only / --score-test'),
+    Case(
         'toy_table_report_fine',
         'toy_table.py --report-only over the stored runs (control)',
         toy_table_report(None),

@@ -157,3 +157,38 @@ def test_a_work_dir_that_cannot_hold_the_lock_is_named(tmp_path):
             r'dir writable.*another --work-dir'):
         set_aside_checkpoints(busy)
     assert work_dir_checkpoints(busy) == ['iter_2.pth']  # nothing lost
+
+
+def test_the_holder_of_a_work_dir_is_read_without_taking_its_lock(tmp_path):
+    """work_dir_holder names the live process that holds a work dir's lock
+    (toy_table's --dry-run: 'training now'), reads it without locking, and
+    says None once the lock is released or its holder has died (a lock
+    file left by kill -9)."""
+    import subprocess
+
+    from mmseg_sign.utils.work_dir_lock import (LOCK_NAME, lock_work_dir,
+                                                unlock_work_dir,
+                                                work_dir_holder)
+    wd = str(tmp_path / 'wd')
+    assert work_dir_holder(wd) is None  # no folder, no lock file
+    lock_work_dir(wd)
+    try:
+        holder = work_dir_holder(wd)
+        assert holder.startswith(f'pid {os.getpid()}: ')
+        # read, not taken: this process's lock is still the only one
+        assert work_dir_holder(wd) == holder
+        with open(osp.join(wd, LOCK_NAME)) as f:
+            left = f.read().replace(f'pid {os.getpid()}:', 'pid {}:')
+    finally:
+        unlock_work_dir(wd)
+    assert work_dir_holder(wd) is None  # released: the file is emptied
+    # the file a killed run leaves: its pid names no live process
+    dead = subprocess.Popen(['true'])
+    dead.wait()
+    stale = tmp_path / 'stale'
+    stale.mkdir()
+    (stale / LOCK_NAME).write_text(left.format(dead.pid))
+    assert work_dir_holder(str(stale)) is None
+    (stale / LOCK_NAME).write_text(left.format(os.getppid()))
+    assert work_dir_holder(str(stale)) == \
+        left.format(os.getppid()).strip()

@@ -7,6 +7,7 @@
 # continues a killed run from its last checkpoint (one every 400
 # iterations: a run's stage ends, at most ~25 minutes lost on this machine).
 #   bash tools/analysis/camvid_lite0_campaign.sh [WORK] [SEEDS...]
+# DRY_RUN=1: list the runs it would train and where each starts, and stop.
 set -u
 cd "$(dirname "$0")/../.."
 WORK=${1:-work_dirs/camvid_lite0}; shift || true
@@ -50,6 +51,10 @@ done
 # rows of a seed before the next seed's), and a core freed by a seed's
 # short runs takes the next seed's first run instead of waiting
 echo "[$(date +%T)] seeds $SEEDS"
+if [ -n "${DRY_RUN:-}" ]; then  # what is left, and where each run starts
+  exec $PY tools/toy_table.py "${CONFIGS[@]}" --data config --seeds $SEEDS \
+    --jobs 2 --checkpoint-interval 400 --work-dir "$WORK" --dry-run
+fi
 rc=0
 $PY tools/toy_table.py "${CONFIGS[@]}" --data config --seeds $SEEDS \
   --jobs 2 --checkpoint-interval 400 --work-dir "$WORK" || rc=$?
