@@ -496,18 +496,20 @@ def planned_starts(todo,
     lines = []
     for i, (c, tag, options, d, s) in enumerate(todo):
         run_dir = osp.join(wd, run_dir_name(row_stem(c, amp_dtype, tag), d, s))
+        holder = work_dir_holder(run_dir)
+        if holder:
+            lines.append(f'{names[i]}: training now ({holder.split(":")[0]})')
+            continue
+        if osp.exists(osp.join(run_dir, RUN_RESULT)):
+            lines.append(f'{names[i]}: finished: its result, kept in its '
+                         'folder, is stored without training')
+            continue
         data_root = None if d == OWN_DATA else osp.join(wd, f'data{d}')
         resumed, shared = start_of(
             c, run_dir,
             run_options(c, data_root, s, options, seed_key,
                         checkpoint_interval))
-        holder = work_dir_holder(run_dir)
-        if holder:
-            how = f'training now ({holder.split(":")[0]})'
-        elif osp.exists(osp.join(run_dir, RUN_RESULT)):
-            how = ('finished: its result, kept in its folder, is stored '
-                   'without training')
-        elif i in starts:
+        if i in starts:
             how = (f'after {names[starts[i]]} ends, from its checkpoint '
                    'at the end of the stages they run alike')
             if resumed:
