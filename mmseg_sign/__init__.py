@@ -4,12 +4,23 @@ Importing the package registers its datasets, transforms, metric, models and
 hooks into mmseg's registries; configs use
 ``custom_imports=dict(imports=['mmseg_sign'], allow_failed_imports=False)``.
 """
+import warnings
+
 from mmengine.config.utils import MODULE2PACKAGE
 
 from .utils import register_checkpoint_safe_globals
 from .utils.atomic import register_atomic_local_backend
 from .version import __version__
 
+# mmengine's `is_installed` reloads pkg_resources for every `mmseg::` base
+# a config reads, and the setuptools mmengine 0.10 needs (< 81) warns that
+# pkg_resources is deprecated at each reload (dozens of copies in a
+# campaign's log; 'once' does not hold them back: each reload changes the
+# filters, which resets the registry 'once' keeps). Nothing a user can do
+# about it (scripts/install.sh pins setuptools < 81 for mmengine), so it
+# is dropped.
+warnings.filterwarnings(
+    'ignore', message='pkg_resources is deprecated', category=UserWarning)
 register_checkpoint_safe_globals()
 register_atomic_local_backend()  # checkpoints written atomically
 # `_base_ = ['mmseg_sign::sign/sign_voc.py']`: mmengine looks the package up
