@@ -467,6 +467,19 @@ def toy_table_report(change=None, *args):
     return action
 
 
+def toy_table_dry_run(*args):
+    """tools/toy_table.py --dry-run of sign_toy.py, seed 0, into a fresh
+    work dir."""
+
+    def action(ctx, case):
+        return ctx.tool('toy_table.py',
+                        osp.join(REPO, 'configs/sign/sign_toy.py'),
+                        '--dry-run', '--seeds', '0', '--work-dir',
+                        ctx.fresh('wd_dry_run'), *args)
+
+    return action
+
+
 def _set(key, value):
 
     def change(runs):

@@ -291,6 +291,9 @@ def main():
     if args.dry_run and (args.report_only or args.score_test):
         parser.error('--dry-run lists the runs a command would train: give '
                      'it the command without --report-only / --score-test')
+    if args.dry_run and (args.out or args.plot or args.picture):
+        parser.error('--dry-run writes nothing (the list is printed): give '
+                     'it the command without --out / --plot / --picture')
     if args.cfg_options and not (args.tag or args.sweep):
         parser.error(
             f'--cfg-options {" ".join(args.cfg_options)}: the runs then '

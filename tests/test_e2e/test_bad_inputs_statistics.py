@@ -6,7 +6,7 @@ listed in docs/robustness.md)."""
 import pytest
 from bad_input_utils import (Case, _set, build_metric, build_plan_with,
                              evaluate_with_metric_split, run_case,
-                             toy_table_report)
+                             toy_table_dry_run, toy_table_report)
 
 # every test here starts a tool process or trains a run
 pytestmark = pytest.mark.slow
@@ -65,6 +65,11 @@ CASES = [
         toy_table_report(None, '--dry-run'),
         r'--dry-run lists the runs a command would train: give it the '
         r'command without --report-only / --score-test'),
+    Case(
+        'toy_table_dry_run_with_out', 'toy_table.py --dry-run --out plan.md',
+        toy_table_dry_run('--out', 'plan.md'),
+        r'--dry-run writes nothing \(the list is printed\): give it the '
+        r'command without --out / --plot / --picture'),
     Case(
         'toy_table_report_fine',
         'toy_table.py --report-only over the stored runs (control)',
