@@ -244,9 +244,11 @@ def test_camvid_imagenet_comparison_quotes_the_stored_runs():
     """Issue 48's comparison so far: docs/camvid.md's CPU table and paired
     differences are those of the runs kept in
     docs/toy_runs/camvid_lite0_protocol.json (the ceiling's in
-    camvid_lite0_ceiling.json), over the training seeds every row has,
-    recomputed here with tools/toy_table.py's markdown; a seed stored
-    without the doc's table following it fails here."""
+    camvid_lite0_ceiling.json), over the protocol's training seeds 0-4
+    (every row has them), recomputed here with tools/toy_table.py's
+    markdown. The seeds trained after them (5-9, not every row) are in
+    the opening table, which test_camvid_opening_table_is_the_stored_runs
+    recomputes over every stored seed."""
     import json
 
     from mmseg_sign.analysis.toy_markdown import comparison, table
@@ -264,10 +266,10 @@ def test_camvid_imagenet_comparison_quotes_the_stored_runs():
         'SIGN + AST': ('sign_lite0_camvid-480x360', 'self_train')
     }
     seeds = [
-        s for s in range(10)
+        s for s in range(5)
         if all(f'{stem}/own/{s}' in runs for stem, _ in rows.values())
     ]
-    assert seeds == list(range(len(seeds))) and len(seeds) >= 2, seeds
+    assert seeds == list(range(5)), seeds
     rows['Supervised (ceiling)'] = ('supervised_lite0_camvid-480x360', 'end')
     doc = open(osp.join(REPO, 'docs', 'camvid.md'), encoding='utf-8').read()
     lines = table(runs, rows, ['own'], seeds)
