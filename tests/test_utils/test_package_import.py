@@ -28,6 +28,7 @@ before = pkg_resources_warnings()
 import mmseg_sign  # noqa: F401
 from mmengine.config import Config
 after = pkg_resources_warnings()
+del shown[:]
 Config.fromfile('configs/sign/sign_lite0_camvid-480x360.py')
 after += sum('pkg_resources is deprecated' in m for m in shown)
 print(before, after)
