@@ -333,7 +333,7 @@ def resume_with(body, *options):
 
 
 def resume_published(ctx, case):
-    """Issue 41: --resume from a published checkpoint was refused as "written
+    """--resume from a published checkpoint was refused as "written
     by another model"; it is the same model, for inference only."""
     folder = ctx.fresh('pub_for_resume')
     ctx.main('publish_model', ctx.ckpt, osp.join(folder, 'p.pth'), '--no-hash')
@@ -345,7 +345,7 @@ def resume_published(ctx, case):
 
 
 def score_other_classes(ctx, case):
-    """Issue 41: a checkpoint of another dataset with as many classes (a
+    """A checkpoint of another dataset with as many classes (a
     CamVid model on the toy data) was scored under the toy's names."""
     from mmseg_sign.datasets.class_names import CAMVID_CLASSES
     ckpt = torch.load(ctx.ckpt, map_location='cpu', weights_only=False)
@@ -361,7 +361,7 @@ def score_other_classes(ctx, case):
 
 
 def score_with_another_table(ctx, case):
-    """Issue 41: tools/test.py with a class-embedding table the checkpoint
+    """tools/test.py with a class-embedding table the checkpoint
     was not trained with ran on the checkpoint's vectors, without a word."""
     from mmseg_sign.datasets.class_names import TOY_CLASSES
     from mmseg_sign.embeddings import save_class_embeddings
@@ -448,7 +448,7 @@ def make_toy_with(*args):
 def toy_table_report(change=None, *args):
     """tools/toy_table.py --report-only over the protocol's stored runs of
     sign_toy.py (seeds 0-1, docs/toy_runs/protocol_data0.json), one value
-    changed by ``change(runs)`` first (issue 49, C10-C13)."""
+    changed by ``change(runs)`` first."""
 
     def action(ctx, case):
         with open(osp.join(REPO, 'docs/toy_runs/protocol_data0.json')) as f:
@@ -588,7 +588,7 @@ def _keeps_record(record, case):
 
 
 def run_test_py_in_the_training_work_dir(ctx, case):
-    """Issue 49, D1: the README's sequence (train, then test with the
+    """The README's sequence (train, then test with the
     default work dir, which is the training run's)."""
     cfg, wd, record = _seeded_run(ctx)
     _keeps_record(record, case)
@@ -597,7 +597,7 @@ def run_test_py_in_the_training_work_dir(ctx, case):
 
 
 def mmseg_train_refused_in_a_used_work_dir(ctx, case):
-    """Issue 49, D2: mmseg's own tools/train.py, another seed, a work dir
+    """mmseg's own tools/train.py, another seed, a work dir
     holding the earlier run: refused by the work-dir guard, the record
     kept."""
     cfg, wd, record = _seeded_run(ctx)
@@ -620,7 +620,7 @@ def mmseg_train_refused_in_a_used_work_dir(ctx, case):
 
 def overwrite_with_a_shorter_plan(*extra):
     """A work dir holding a 2-iteration run, then a 1-iteration run with
-    --overwrite-checkpoints (issue 49, C8; with --resume too: C9)."""
+    --overwrite-checkpoints (with --resume too)."""
 
     def action(ctx, case):
         wd = ctx.fresh('wd_overwrite')

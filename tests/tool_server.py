@@ -1,5 +1,5 @@
 """The tests' tool processes, forked from an interpreter that has already
-imported torch, mmcv, mmengine, mmseg and mmseg_sign (issue 50).
+imported torch, mmcv, mmengine, mmseg and mmseg_sign.
 
 ``python tools/X.py ARGS`` costs 5-8 s of imports on the CI machine before
 the tool does a second of work, and the suite starts such a process about a

@@ -80,7 +80,7 @@ def test_benchmark_tool_prints_every_row():
             'SIGN: train iteration (CE at scales (1.0, 0.75))',
             'SIGN train (single-scale CE) / baseline train',
             # self-training repeats the train update at the config's
-            # CE scales: compared with that row (issue 32)
+            # CE scales: compared with that row
             'self_train / SIGN train (same CE scales)',
             'self_train / SIGN train (single-scale CE)',
             'transfer (mean of its iterations) / SIGN train',
@@ -89,7 +89,7 @@ def test_benchmark_tool_prints_every_row():
 
 
 def test_self_training_keeps_what_a_weak_teacher_gave(tmp_path):
-    """Issue 16, point 6: the shipped toy config with its plan shortened
+    """The shipped toy config with its plan shortened
     to 100 + 50 + 50 iterations (a weak teacher: no unseen class after
     transfer) keeps at least 0.9 × its seen mIoU through self-training.
     The paper's AST candidates (every ignored pixel, mostly void here)

@@ -112,7 +112,7 @@ def test_settings_and_steps_are_checked():
     for bad in ('gpu:float32', 'cpu:float16', 'cpu', 'cpu:float32:tf16'):
         with pytest.raises(ValueError, match='DEVICE:DTYPE'):
             parse_setting(bad)
-    # issue 41: TF32 is CUDA float32's mode; elsewhere a wrong label
+    # TF32 is CUDA float32's mode; elsewhere a wrong label
     for bad in ('cpu:float32:tf32', 'cpu:float64:tf32', 'cuda:float64:tf32'):
         with pytest.raises(
                 ValueError,
@@ -194,7 +194,7 @@ def test_train_step_operators(toy_root):
 
 @pytest.mark.slow
 def test_the_tool_refuses_tf32_on_a_cpu(tmp_path):
-    """Issue 41: ``parity.py --settings cpu:float64 cpu:float32:tf32`` ran
+    """``parity.py --settings cpu:float64 cpu:float32:tf32`` ran
     and labelled a CPU row TF32; refused before any work."""
     import os
     import sys

@@ -292,7 +292,7 @@ def test_runner_records_every_stage_and_draws(tmp_path):
     assert not (wd / 'sign_toy+short_data5_seed1').exists()
     assert json.loads((wd / 'results.json').read_text()) == results
     # with the tag but without the --cfg-options it is another run:
-    # refused, not passed off as the tagged one (issue 34)
+    # refused, not passed off as the tagged one
     other = tool_server.run([*cmd[:-len(SHORT_PLAN) - 2], '--force'],
                             capture_output=True,
                             text=True,
@@ -438,7 +438,7 @@ def _train_children(work_dir):
     not sys.platform.startswith('linux'),
     reason='PR_SET_PDEATHSIG is Linux-only')
 def test_killed_table_leaves_no_run_training(tmp_path):
-    """Issue 34: `kill -9` of tools/toy_table.py stops its runs too (they
+    """`kill -9` of tools/toy_table.py stops its runs too (they
     trained on as orphans)."""
     import signal
     import time
@@ -472,7 +472,7 @@ def test_killed_table_leaves_no_run_training(tmp_path):
 
 
 def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
-    """Issue 34: results.json cannot be written when a run ends (a size
+    """results.json cannot be written when a run ends (a size
     limit's `[Errno 27] File too large`, a full disk): the run's result is
     kept beside it, the failure names both files, and the next command
     stores it without retraining. Then the same run as if its command was
@@ -735,7 +735,7 @@ def test_a_run_starts_from_the_stages_another_run_ran_alike(
 
 
 def test_toy_data_of_another_seed_is_not_reused(tmp_path):
-    """Issue 41: a ``data0/`` made with another seed (or test size) was
+    """A ``data0/`` made with another seed (or test size) was
     taken as data seed 0 and its runs stored as seed 0's. Refused from the
     set's record; a set made before the record by its first test image,
     then recorded."""
@@ -786,7 +786,7 @@ def test_toy_data_of_another_seed_is_not_reused(tmp_path):
 
 
 def test_a_supervised_config_runs_on_the_toy_data(tmp_path):
-    """Issue 41: toy_table gave every config the toy class-embedding table,
+    """toy_table gave every config the toy class-embedding table,
     so mmseg's FCN (no zero-shot head) failed in its head's constructor
     with a raw TypeError. A head without a table gets none."""
     proc = tool_server.run([
@@ -816,7 +816,7 @@ def test_a_supervised_config_runs_on_the_toy_data(tmp_path):
 
 
 def test_sweep_key_of_a_stage_option_left_at_its_default():
-    """Issue 49 (B): ``--sweep train_cfg.stages.1.synth_weight=...`` names
+    """``--sweep train_cfg.stages.1.synth_weight=...`` names
     a real option that the shipped plan leaves at its default; it was
     refused as a misspelled key. Its value is the default; a misspelt
     option or a stage the plan lacks is still None."""

@@ -776,7 +776,7 @@ def test_tool_refuses_outputs_that_are_inputs(trained):
 
 
 def test_tool_device_checked_first(trained):
-    """Issue 34: --device naming a GPU torch does not see (cuda on a CPU
+    """--device naming a GPU torch does not see (cuda on a CPU
     machine, cuda:99 on a GPU one) or no device at all is an error before
     anything is computed or written (before: a raw error from
     ``model.to`` after the class vectors were built)."""

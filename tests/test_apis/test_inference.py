@@ -77,7 +77,7 @@ def test_refuses_a_checkpoint_of_another_model(saved, toy_root, tmp_path):
 
 
 def test_tiny_images_are_refused_and_large_ones_get_a_note(saved, toy_root):
-    """Issue 49 (C15): mmseg's inference_model on a 1×1 image returned a
+    """mmseg's inference_model on a 1×1 image returned a
     1×1 map while training refuses such an image; (B) a large whole-image
     input is said to be slow, once, with the slide-mode remedy. A normal
     image is segmented as before."""

@@ -131,8 +131,9 @@ def test_converter_refuses_bad_input(small_camvid, tmp_path, capsys):
 
 
 @needs_camvid
-def test_converter_guards_issue_41(small_camvid, tmp_path, capsys):
-    """Issue 41: a list line pairing image X with label Y is refused (it
+def test_converter_refuses_a_shifted_list_and_keeps_the_source(
+        small_camvid, tmp_path, capsys):
+    """A list line pairing image X with label Y is refused (it
     was converted as written); --force never deletes a source that lies in
     the output; a scale that leaves nothing to segment is refused; and a
     conversion that fails midway (a truncated label) leaves the previous
@@ -182,8 +183,9 @@ def test_converter_guards_issue_41(small_camvid, tmp_path, capsys):
 
 
 @needs_camvid
-def test_converter_guards_issue_49(small_camvid, tmp_path):
-    """Issue 49, C16-C18: a list line given twice (the photograph counted
+def test_converter_refuses_repeats_clashes_and_small_photographs(
+        small_camvid, tmp_path):
+    """A list line given twice (the photograph counted
     twice), two photographs with one name (x.png and x.jpg: one written
     over the other) and a photograph other than the first below 32 pixels
     a side are refused, naming the line or file; nothing is written."""

@@ -285,7 +285,7 @@ def test_image_size_falls_back_only_for_unreadable_images(tmp_path):
 
 
 def test_a_misspelled_metainfo_key_is_an_error(voc_root):
-    """Issue 41: ``metainfo=dict(unseen_class=[...])`` was kept and never
+    """``metainfo=dict(unseen_class=[...])`` was kept and never
     read, so the default split trained without a word."""
     with pytest.raises(
             ValueError,

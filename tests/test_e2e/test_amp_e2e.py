@@ -71,7 +71,7 @@ def test_amp_runs_every_stage_in_bfloat16(bf16_run):
 
 
 def test_mmseg_train_amp_is_this_projects_amp(workspace, bf16_run):
-    """Issue 34: mmseg's own tools/train.py --amp (the one ``mim train``
+    """mmseg's own tools/train.py --amp (the one ``mim train``
     runs) on a SIGN config. It sets ``optim_wrapper.type =
     'AmpOptimWrapper'``; the constructor makes every wrapper mixed
     precision from it, so the run is this project's --amp run to the bit
@@ -101,7 +101,7 @@ default_hooks = dict(checkpoint=dict(interval=4), logger=dict(interval=1))
 
 
 def test_mmseg_train_amp_on_spnet_runs_on_a_cpu(workspace):
-    """Issue 41: mmseg's tools/train.py --amp on the SPNet config (one
+    """mmseg's tools/train.py --amp on the SPNet config (one
     optimizer wrapper) built mmengine's AmpOptimWrapper, which asserts a
     GPU; its constructor now builds this project's mixed-precision wrapper
     from it, so the run is this project's --amp run to the bit."""
@@ -178,7 +178,7 @@ def test_amp_dtype_is_checked_before_the_run(workspace):
 
 
 def test_resuming_float16_without_amp_says_what_it_does(workspace, fp16_run):
-    """Issue 34: --resume of a float16 run without --amp continues in
+    """--resume of a float16 run without --amp continues in
     float32 (a choice), and the log says so, with the loss scales dropped
     and the flag that keeps the run's precision."""
     wd, _ = fp16_run

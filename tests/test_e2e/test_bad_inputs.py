@@ -1,4 +1,4 @@
-"""Issue 18, data side: bad inputs a user can give the zero-shot datasets,
+"""Bad inputs a user can give the zero-shot datasets (the data side),
 as a table. Each case says what the user does and what must happen: a
 clear error (a regex of its message, which names the file or key and the
 fix) or correct behaviour (checked against the raw label files). Every case

@@ -72,7 +72,7 @@ CASES = [
         load_published(True),
         r'Iter\(train\) \[3/3\]',
         ok=True),
-    # ---- issue 41: a published checkpoint resumed; other class names
+    # ---- a published checkpoint resumed; other class names
     Case(
         'resume_published',
         'tools/train.py --resume with load_from a published checkpoint',

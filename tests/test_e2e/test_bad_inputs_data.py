@@ -11,7 +11,7 @@ from bad_input_utils import (Case, _ragged, build_from, build_table,
 pytestmark = pytest.mark.slow
 
 CASES = [
-    # ---- issue 49, C14: a misspelt --cfg-options key in add_classes
+    # ---- a misspelt --cfg-options key in add_classes
     Case(
         'add_classes_misspelt_option',
         'tools/add_classes.py ... --cfg-options alow_split_change=True',

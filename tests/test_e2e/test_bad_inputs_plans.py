@@ -20,7 +20,7 @@ CASES = [
         r'--resume from a checkpoint at iteration 2, but the stage plan '
         r'ends at iteration 1 \(train 1\): there is nothing left to train',
         traceback_ok=True),
-    # ---- issue 49, B: late or obscure errors made early and clear
+    # ---- late or obscure errors made early and clear
     Case(
         'init_seed_beyond_64_bits',
         'tools/train.py --cfg-options default_hooks.sign_random.init_seed='
@@ -66,7 +66,7 @@ CASES = [
         act.train_with_options('train_cfg.stages.-1.iters=3'),
         r'--cfg-options train_cfg\.stages\.-1\.iters=\.\.\.: list items '
         r'are named by their position from 0'),
-    # ---- issue 49, C4: a plan that moves the checkpoint into another stage
+    # ---- a plan that moves the checkpoint into another stage
     Case(
         'resume_into_another_stage',
         'tools/train.py --resume from iter_2.pth (plan train 2) with the '
@@ -89,7 +89,7 @@ CASES = [
             f'load_from={ctx.ckpt}', 'train_cfg.stages.0.iters=3'),
         r"SIGN stage 'train' \(1/1\): iterations 1-3, resumed at 3",
         ok=True),
-    # ---- issue 49, C5: a SIGN model under mmengine's plain loop
+    # ---- a SIGN model under mmengine's plain loop
     Case(
         'sign_model_under_iter_based_loop',
         "tools/train.py with train_cfg=dict(_delete_=True, "
@@ -101,7 +101,7 @@ CASES = [
         r"is IterBasedTrainLoop, which would run its train stage alone.*"
         r"type='StagePlanTrainLoop'",
         traceback_ok=True),
-    # ---- issue 49, C6: an option the stage's mode does not read
+    # ---- an option the stage's mode does not read
     Case(
         'self_train_option_of_another_mode',
         "tools/train.py --cfg-options on sign_toy_st.py's plan: "
@@ -185,7 +185,7 @@ CASES = [
         act.train_with_bad_last_val_label,
         r'LAST\.png: label values \[200\] are neither a class index',
         traceback_ok=True),
-    # ---- issue 61 (round 8), B: the plan's form and the command line
+    # ---- the plan's form and the command line
     Case(
         'plan_a_list_of_names', 'tools/train.py --cfg-options '
         'train_cfg.stages=[train]',

@@ -39,7 +39,7 @@ CASES = [
     Case('export_onto_config',
          'tools/deployment/pytorch2onnx.py CFG CKPT --out CFG',
          export_onto('config'), r'the output \S+ is the config'),
-    # ---- issue 49, C8 / C9: --overwrite-checkpoints
+    # ---- --overwrite-checkpoints
     Case(
         'overwrite_with_a_shorter_plan',
         'tools/train.py --overwrite-checkpoints with a 1-iteration plan in '
@@ -56,7 +56,7 @@ CASES = [
         r'--resume continues the run in the work dir and '
         r'--overwrite-checkpoints .* replaces it with a new one: give one '
         r'of them'),
-    # ---- issue 49, D1 / D2: a run's config record never replaced
+    # ---- a run's config record never replaced
     Case(
         'test_py_keeps_the_training_record',
         'tools/train.py CFG --cfg-options randomness.seed=3, then '

@@ -21,7 +21,7 @@ CASES = [
         r"test_evaluator \(GZSLIoUMetric\) scores with the unseen classes "
         r"\('kite', 'lamp', 'river'\), the checkpoint .* has "
         r"\('flag', 'hedge', 'river'\).*--allow-split-change"),
-    # ---- issue 49, C10-C13: statistics that refuse bad numbers
+    # ---- statistics that refuse bad numbers
     Case(
         'toy_table_nan_metric',
         'toy_table.py --report-only --compare over a results.json whose '

@@ -1,4 +1,4 @@
-"""tools/analysis/gpu_check.sh (issue 41): stopped, it stops every step it
+"""tools/analysis/gpu_check.sh: stopped, it stops every step it
 started (each runs under ``timeout``, in a process group of its own, which
 a signal to the script alone would miss: on a GPU machine the orphans
 held the GPU); without its toy data it says so and fails (it exited 0)."""
@@ -72,7 +72,7 @@ def test_stopping_the_script_stops_its_steps(tmp_path):
         time.sleep(0.5)
     assert _descendants_running(work) == [], _descendants_running(work)
     # what a device tool brings back: a few files, the report whole
-    # (issue 39: ten and more files before, and a tool that returns 8
+    # (ten and more files before, and a tool that returns 8
     # dropped the toy's runs)
     assert {p.name
             for p in out.iterdir()

@@ -150,7 +150,7 @@ GPU_CHECKS = {  # stored runs → (A, B, stage, the difference quoted)
 
 @pytest.mark.parametrize('stored', sorted(GPU_CHECKS))
 def test_gpu_claims_are_the_stored_runs(stored):
-    """docs/gpu.md's answers (issue 39 on an H200, re-checked on an H100)
+    """docs/gpu.md's answers (an H200, re-checked on an H100)
     recomputed from the runs each call stored (docs/toy_runs/gpu_*.json):
     the paired GPU − CPU (and bf16 − fp32) differences quoted, and the
     claim that the GPU machine's CPU runs equal the protocol's CPU runs
@@ -181,7 +181,7 @@ def test_gpu_claims_are_the_stored_runs(stored):
 def test_camvid_results_are_the_stored_runs_means():
     """The CamVid Results of configs/sign/metafile.yml (and so the card's
     rows) are the means over training seeds 0-4 of the runs kept in
-    docs/toy_runs/camvid_protocol.json (issue 39), recomputed here; the
+    docs/toy_runs/camvid_protocol.json, recomputed here; the
     transfer-only entry is ``sign_camvid``'s transfer stage (the same first
     two stages, the same run). docs/camvid.md quotes the paired SIGN + AST
     − ZS3 + ST difference that the runs give."""
@@ -216,7 +216,7 @@ def test_camvid_results_are_the_stored_runs_means():
 
 
 def test_camvid_imagenet_ceiling_is_the_stored_runs():
-    """Issue 48's ceiling: the fully supervised EfficientNet-Lite0 recipe's
+    """The CamVid ceiling: the fully supervised EfficientNet-Lite0 recipe's
     runs kept in docs/toy_runs/camvid_lite0_ceiling.json (training seeds
     0-4 on val) each reach 55 mIoU with no class below 10 IoU, and the
     means docs/camvid.md and the README quote are theirs."""
@@ -241,7 +241,7 @@ def test_camvid_imagenet_ceiling_is_the_stored_runs():
 
 
 def test_camvid_imagenet_comparison_quotes_the_stored_runs():
-    """Issue 48's comparison so far: docs/camvid.md's CPU table and paired
+    """The Lite0 CamVid comparison: docs/camvid.md's CPU table and paired
     differences are those of the runs kept in
     docs/toy_runs/camvid_lite0_protocol.json (the ceiling's in
     camvid_lite0_ceiling.json), over the protocol's training seeds 0-4
@@ -320,7 +320,7 @@ def campaign_report():
 
 def test_camvid_opening_table_is_the_stored_runs():
     """docs/camvid.md opens with every row of the campaign on val and on
-    the test split and every pair of its report (issue 59): the lines of
+    the test split and every pair of its report: the lines of
     ``tools/toy_table.py ... --split val+test`` over every stored seed of
     docs/toy_runs/camvid_lite0_protocol.json (the ceiling's in
     camvid_lite0_ceiling.json), recomputed here; a run stored without the
@@ -339,7 +339,7 @@ def test_camvid_opening_table_is_the_stored_runs():
     assert '\n'.join(lines) + '\n' in doc, '\n'.join(lines)
 
 
-#: issue 48's metafile entries (EfficientNet-Lite0 on CamVid) → the stored
+#: the metafile entries of EfficientNet-Lite0 on CamVid → the stored
 #: run and stage their Results are the means of
 LITE0_SOURCES = {
     'sign_lite0_camvid-480x360': ('sign_lite0_camvid-480x360', 'self_train'),
@@ -371,7 +371,7 @@ LITE0_SOURCES = {
 
 
 def test_camvid_imagenet_metafile_follows_the_stored_runs():
-    """Issue 48's metafile entries get Results once five training seeds of
+    """The Lite0 CamVid metafile entries get Results once five seeds of
     their run are kept in docs/toy_runs/camvid_lite0_protocol.json (the
     protocol's n): on val, the means over the first five stored seeds (0-4
     for the rows of the protocol; 5-9 for a row first trained on the

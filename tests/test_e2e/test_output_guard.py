@@ -1,4 +1,4 @@
-"""Issue 34's data-loss cases, each through the user's entry point: no tool
+"""Data-loss cases, each through the user's entry point: no tool
 writes onto, or into, what it reads, and toy tables sharing a work dir keep
 each other's runs. Every refused command leaves its input byte for byte as
 it was and fails before any work."""
@@ -184,7 +184,7 @@ def test_make_random_voc_onto_a_real_data_set(tmp_path):
                      torch.cuda.is_available(), reason='a GPU is here')),
 ])
 def test_benchmark_arguments_checked_first(args, message):
-    """Issue 34's B cases of benchmark.py: a usage error naming the value
+    """Bad arguments of benchmark.py: a usage error naming the value
     (exit 2, before any model is built; before: raw errors)."""
     rc, out = tool(['analysis/benchmark.py', TOY, *args], REPO)
     assert rc == 2 and message in out and 'Traceback' not in out, out
@@ -235,7 +235,7 @@ def stored_run(key):
 
 
 def test_toy_table_knows_a_run_by_what_it_ran(tmp_path):
-    """Issue 34: a stored run is reused only when its resolved config
+    """A stored run is reused only when its resolved config
     matches (same file name from another folder, or other --cfg-options
     without --tag: refused before anything trains); a matching one is
     reused without training; --sweep and --rows are checked first."""
@@ -275,7 +275,7 @@ def test_toy_table_knows_a_run_by_what_it_ran(tmp_path):
 
 
 def test_make_toy_dataset_onto_an_existing_data_set(tmp_path, toy_root):
-    """Issue 34 (B): tools/make_toy_dataset.py --out onto a data set mixed
+    """tools/make_toy_dataset.py --out onto a data set mixed
     old and new files; now refused, and --force replaces the toy data set
     (no file of the old one left)."""
     import shutil
@@ -337,7 +337,7 @@ def test_analysis_tools_out_onto_their_inputs(ws, tmp_path):
 
 
 def test_outputs_onto_the_images_a_tool_reads(ws):
-    """Issue 41: ``pytorch2onnx --verify --out`` onto a photograph of the
+    """``pytorch2onnx --verify --out`` onto a photograph of the
     set it verifies on, and ``parity.py --out`` onto a photograph of the
     data it reads, replaced it (rc 0); the guard compared the output with
     the files named on the command line only. Both refused before work."""
@@ -388,7 +388,7 @@ def test_analysis_device_checked_first(tmp_path, script):
     assert 'Traceback' not in out
 
 
-# ---- issue 41: what mmengine writes into a work dir
+# ---- what mmengine writes into a work dir
 SHORT_RUN = """
 train_cfg = dict(stages=[dict(name='train', iters=2)], val_interval=100)
 default_hooks = dict(checkpoint=dict(interval=2), logger=dict(interval=1))
@@ -483,7 +483,7 @@ def test_resume_from_another_runs_checkpoint_is_refused(ws):
 
 
 def test_a_new_run_over_another_runs_checkpoints_is_refused(ws):
-    """Issue 41: a run without ``--resume`` in a used work dir (after a
+    """A run without ``--resume`` in a used work dir (after a
     crash, or the same command twice) wrote its ``iter_N.pth`` and
     ``last_checkpoint`` over the earlier run's, rc 0. Refused by this
     project's tools/train.py and, through the hook, by mmseg's; allowed
@@ -538,7 +538,7 @@ def test_a_new_run_over_another_runs_checkpoints_is_refused(ws):
 
 
 def test_toy_table_outputs_into_its_data_or_runs(ws, toy_root):
-    """Issue 41: ``--picture`` / ``--out`` inside the work dir's own
+    """``--picture`` / ``--out`` inside the work dir's own
     ``data0/`` (an image, ``class_embeddings.npz``) or a run's folder
     replaced what the runs read (rc 0): refused before any work."""
     import shutil

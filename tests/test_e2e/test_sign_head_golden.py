@@ -47,7 +47,7 @@ def assert_same_numbers(got, want):
     ones (losses, generated features, gradients) to float32 rounding: their
     last bits depend on the CPU's matmul kernels and vector width (AVX2 and
     AVX-512 sum in other orders; G's output and the MMD differed in the
-    last bit on an Intel Xeon in issue 39's session, with the recording
+    last bit on an Intel Xeon, with the recording
     commit's code too)."""
     assert set(got) == set(want)
     for key, value in want.items():

@@ -150,7 +150,7 @@ def test_sign_resume_matches_uninterrupted(workspace, sign_run, killed_after):
 
 
 # train 2, transfer 4 in blocks of 1 (real, synthetic, real, synthetic),
-# self-training 2: a checkpoint after every iteration (issue 49, C7)
+# self-training 2: a checkpoint after every iteration
 SIGN_BLOCKS = short_plan(2, 4, 2) + """
 default_hooks = dict(
     checkpoint=dict(interval=1, max_keep_ckpts=-1),
@@ -176,7 +176,7 @@ def test_sign_resume_is_exact_at_every_checkpoint(workspace, blocks_run,
     run's weights, with the shipped 2-worker loaders. Resuming after the
     first synthetic block (4 or 5) once refilled the feature-size cache
     with an extra SIM pass (a draw of z) at iteration 6, and the run
-    diverged from there (issue 49, C7): the cache travels in the
+    diverged from there: the cache travels in the
     checkpoint."""
     cfg, wd = blocks_run
     ckpt = torch.load(
@@ -450,7 +450,7 @@ def test_cpu_randomness_hook_changes_nothing_on_a_cpu(workspace, sign_run):
 
 
 def test_spnet_config_with_a_sign_checkpoint(workspace, sign_run):
-    """Issue 34: --resume of an SPNet run from a SIGN checkpoint is a clear
+    """--resume of an SPNet run from a SIGN checkpoint is a clear
     error naming both models' weights (it was a raw KeyError on an
     optimizer state); load_from one loads what matches and says so in one
     warning with the counts (fine-tuning from another model is allowed)."""

@@ -299,7 +299,7 @@ def test_missing_class_is_named(tmp_path):
 
 @pytest.mark.slow
 def test_one_file_as_fasttext_and_word2vec_is_refused(tmp_path):
-    """Issue 41: the same pickle given as --fasttext and --word2vec built
+    """The same pickle given as --fasttext and --word2vec built
     a fastText ‖ fastText table, rc 0. The same vectors twice (one file, or
     a copy) are refused naming both files; two different files build."""
     rows = len(CAGNET_LABELS['voc'])

@@ -24,7 +24,7 @@ def test_amp_converts_every_wrapper_of_a_dict():
 
 
 def test_amp_keeps_the_configs_own_dtype():
-    """Issue 34: `--amp` on a config whose wrapper says dtype='float16'
+    """`--amp` on a config whose wrapper says dtype='float16'
     keeps float16 (before: replaced by the device's default, bfloat16 on a
     CPU); an --amp-dtype against it is an error naming both."""
     from mmseg_sign.engine import enable_amp

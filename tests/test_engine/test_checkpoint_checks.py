@@ -1,6 +1,6 @@
 """engine/checkpoint_checks.py: a checkpoint trained on other classes than
 the test data (same count) is a mismatch naming the first difference
-(issue 41: tools/test.py and unseen_confusion scored a toy model on CamVid
+(tools/test.py and unseen_confusion scored a toy model on CamVid
 under CamVid's names)."""
 from model_utils import tiny_model
 

@@ -2,7 +2,7 @@
 processes (gloo): DDP's all-reduce during backward (``ParamGroupDDP``,
 attached by ``ZeroShotDataParallel``) against per-rank gradients computed
 independently, and, over every SIGN stage, bit for bit against the
-hand-written average after backward (the path before issue 17)."""
+hand-written average after backward (the project's earlier path)."""
 import os
 import socket
 
@@ -169,7 +169,7 @@ def sign_worker(rank, world_size, port, emb_path, amp_dtype, queue):
                         torch.manual_seed(100 + 10 * step + rank)
                         if path == 'ddp':
                             wrapped.train_step(data, ow)
-                        else:  # ZeroShotDataParallel before issue 17
+                        else:  # the earlier ZeroShotDataParallel
                             wrapped._broadcast_buffers()
                             wrapped.module.train_step(data, ow)
                     step += 1

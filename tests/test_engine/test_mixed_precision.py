@@ -239,7 +239,7 @@ def test_convert_and_enable_amp():
     assert cfg.optim_wrapper.b.loss_scale == 512.0  # the user's own
     assert convert_to_amp(cfg, 'bfloat16') is False
     # a dtype the config names is kept: another one asked for is an error
-    # (issue 34; before, it silently replaced the config's)
+    # (before, it silently replaced the config's)
     with pytest.raises(
             ValueError, match="config sets optim_wrapper.a.dtype="
             "'bfloat16'"):
@@ -275,7 +275,7 @@ def _build(optim_wrapper):
 
 
 def test_the_dicts_own_type_is_the_runs():
-    """Issue 34: the dict's own ``type`` (what mmseg's tools/train.py --amp
+    """The dict's own ``type`` (what mmseg's tools/train.py --amp
     and mmengine on an NPU set) is every entry's wrapper type; an entry's
     own settings are kept."""
     ows = _build(_two_entries(type='OptimWrapper'))

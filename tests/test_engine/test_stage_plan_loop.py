@@ -205,7 +205,7 @@ def test_respanned_scheduler_equals_one_built_with_the_span(kind, kwargs):
 
 def test_resume_after_a_wrapper_changed_its_modules(workspace):
     """A checkpoint whose self_train wrapper held C too (this project's
-    configs before issue 16): --resume with today's wrappers restarts the
+    earlier configs): --resume with today's wrappers restarts the
     wrapper that never stepped instead of failing in torch's
     load_state_dict."""
     wd = str(workspace / 'wd_regroup')

@@ -114,7 +114,7 @@ def test_matching_checkpoint_is_evaluated(setup):
 
 
 def test_mmseg_own_test_tool_is_strict_too(setup):
-    """Issue 34: mmseg's own tools/test.py (what ``mim test`` runs) loads
+    """mmseg's own tools/test.py (what ``mim test`` runs) loads
     leniently and scored another model's checkpoint with random weights,
     rc 0. The schedules' ResumeCheckHook gives a test run without a
     StrictCheckpointHook one, so it is refused there too (pointing at this

@@ -57,7 +57,7 @@ class _Resuming:
     (torch.zeros(0, dtype=torch.uint8), r'its shape is \(0,\)'),
 ])
 def test_damaged_states_are_named_on_resume(damaged, message):
-    """Issue 41: a string, an int, a huge or a short tensor as the saved
+    """A string, an int, a huge or a short tensor as the saved
     state gave torch's raw TypeError / RuntimeError deep in the resume."""
     from mmseg_sign.engine.hooks import TorchRNGStateHook
     before = torch.get_rng_state()
@@ -76,7 +76,7 @@ def test_damaged_states_are_named_on_resume(damaged, message):
 
 
 def test_a_checkpoint_without_a_state_resumes_with_a_note(capsys):
-    """Issue 41: a checkpoint saved without the hook resumed with other
+    """A checkpoint saved without the hook resumed with other
     draws than an uninterrupted run's, and nothing said so."""
     from mmengine.logging import MMLogger
 

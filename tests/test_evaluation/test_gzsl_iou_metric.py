@@ -146,7 +146,7 @@ def test_split_errors_are_clear():
 
 
 def test_a_misspelled_argument_is_an_error():
-    """Issue 41: mmseg's IoUMetric drops unknown ``**kwargs``, so
+    """mmseg's IoUMetric drops unknown ``**kwargs``, so
     ``calibraton_sweep=[...]`` gave no sweep and no word."""
     with pytest.raises(
             ValueError,

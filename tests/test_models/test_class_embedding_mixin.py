@@ -1,6 +1,6 @@
 """ClassEmbeddingMixin (models/decode_heads/class_embedding_mixin.py): a
 checkpoint's M replaces the table file's only where they agree; where the
-file names another table, loading fails naming it (issue 41: tools/test.py
+file names another table, loading fails naming it (tools/test.py
 scored with the checkpoint's vectors under the file's class names)."""
 import re
 

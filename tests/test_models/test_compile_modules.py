@@ -1,4 +1,4 @@
-"""``model.compile_cfg`` (issue 32, item 3): torch.compile of chosen
+"""``model.compile_cfg``: torch.compile of chosen
 sub-modules, off by default. Checked on the CPU against the eager model
 with the parity harness (every loss and every gradient of each step of the
 shipped toy plan, the same pinned draws) and through tools/train.py."""
@@ -113,7 +113,7 @@ def test_compiled_run_through_train_py(toy_root, tmp_path):
 
 
 def test_one_module_named_as_a_string(toy_cfg):
-    """Issue 41: ``compile_cfg.modules='decode_head.generator'`` (as
+    """``compile_cfg.modules='decode_head.generator'`` (as
     ``--cfg-options`` gives one name) was read as its characters ('d', 'e',
     ...) and refused as "no sub-module 'd'"; it is that one module."""
     cfg = copy.deepcopy(toy_cfg.model)

@@ -114,7 +114,7 @@ def test_annealed_weights_formula():
 
 
 def per_class_mmd(real, fake, labels, variances, estimator):
-    """The per-class loop of eq. 5 (the code before issue 32) on
+    """The per-class loop of eq. 5 (the loss before it was batched) on
     :func:`gaussian_mmd`: an independent reference for the batched loss."""
     sigmas = [v**0.5 for v in variances]
     classes = labels.unique()

@@ -334,7 +334,7 @@ def test_cagnet_latent_has_no_positional_encoding():
     ])
 def test_a_setting_the_encoder_would_not_use_is_an_error(
         arch, encoder_cfg, message):
-    """Issue 41: the encoders took ``**kwargs`` and dropped what they did
+    """The encoders took ``**kwargs`` and dropped what they did
     not know (a misspelled ``encoder_cfg`` key, ``key_pool`` on the conv
     and attention variants) without a word."""
     with pytest.raises(ValueError, match=message):
@@ -370,7 +370,7 @@ def test_a_setting_the_encoder_would_not_use_is_an_error(
 
 
 def test_key_pool_that_leaves_one_key_is_an_error():
-    """Issue 41: key_pool as large as the map pooled it to one key
+    """key_pool as large as the map pooled it to one key
     (attention over one key: the same context everywhere), silently."""
     enc = SelfAttentionEncoder(6, 8, num_heads=2, key_pool=8)
     with pytest.raises(

@@ -66,7 +66,7 @@ E = {'backbone', 'neck'}
              'loss_ce_d', 'loss_ce_synth', 'st_pixels', 'st_weight',
              'st_scale', 'st_confidence'
          }),
-        # the project's update before issue 16: E, SIM, C only
+        # the project's earlier self-training update: E, SIM, C only
         ('linear', 'self_train', dict(
             update='classifier', synth_weight=1.0), E | C, {
                 'loss_ce_st', 'loss_ce_synth', 'st_pixels', 'st_weight',
@@ -161,7 +161,7 @@ def test_constructor_errors(embedding_table):
                         model)
     with pytest.raises(ValueError, match='needs `modules`'):
         build(dict(g=dict(optimizer=dict(type='SGD', lr=1))))(model)
-    # a G or D that no wrapper steps (issue 34)
+    # a G or D that no wrapper steps
     with pytest.raises(ValueError, match=r'decode_head\.generator is built'):
         build(
             dict(

@@ -44,7 +44,7 @@ def test_stage_derivation_from_iteration():
         ([dict(name='transfer', iters=4, block_iters=2, latent='noise')
           ], r"stages\[0\] \(transfer\): latent must be one of \('prior', "
          r"'posterior'\), got 'noise'"),
-        # issue 34: a transfer that never reaches its second block (the
+        # a transfer that never reaches its second block (the
         # default block_iters=100 with a 20-iteration transfer), a plan out of
         # order
         ([dict(name='train', iters=3),
@@ -76,7 +76,7 @@ def test_stage_derivation_from_iteration():
                 real_weight=0,
                 synth_weight=0)
         ], r'real_weight, synth_weight are all 0'),
-        # issue 49: self-training straight after training (C1), a stage twice
+        # self-training straight after training (C1), a stage twice
         # (C2, C3), options the stage's mode does not read (C6)
         ([dict(name='train', iters=3),
           dict(name='self_train', iters=2)

@@ -1,6 +1,6 @@
 """tools/analysis/camvid_transport.py: the converted CamVid in parts of a
-bounded size and back, pixel for pixel (issue 48's data on a GPU
-machine)."""
+bounded size and back, pixel for pixel (the CamVid data on a GPU
+machine, docs/gpu.md)."""
 import os
 import os.path as osp
 import sys

@@ -1,6 +1,6 @@
 """tools/analysis/feature_gap.py: the per-class comparison on a hand-made
-example, and the command line on the toy data (issue 48 runs it on held-out
-training photographs)."""
+example, and the command line on the toy data (docs/camvid.md runs it on
+held-out training photographs)."""
 import json
 import math
 import os

@@ -1,6 +1,6 @@
 """tools/analysis/latent_probe.py: the probe on a hand-made example, and
-the command line on the toy data with ``--cfg-options`` (issue 48 runs it
-on held-out training photographs)."""
+the command line on the toy data with ``--cfg-options`` (docs/camvid.md
+runs it on held-out training photographs)."""
 import json
 import os
 import os.path as osp

@@ -1,5 +1,5 @@
 """tools/analysis/plot_ast_weights.py: the eq. 16 curves, and its output
-and temperatures checked before it draws (issue 41: an output under /proc
+and temperatures checked before it draws (an output under /proc
 failed at the end with a raw OSError)."""
 import os
 import os.path as osp

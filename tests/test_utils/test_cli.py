@@ -1,8 +1,8 @@
 """The tools' shared command line (:mod:`mmseg_sign.utils.cli`), through
 the tools: a module added by ``--cfg-options custom_imports.imports=...``
-is imported (issue 34: mmengine imports a config's ``custom_imports`` only
+is imported (mmengine imports a config's ``custom_imports`` only
 when the file is read), and a ``--cfg-options`` key that names nothing is
-refused (issue 41)."""
+refused."""
 import os
 import os.path as osp
 import subprocess
@@ -44,10 +44,10 @@ def test_custom_imports_from_the_command_line_are_imported(tmp_path, tool):
 
 
 def test_zs3net_with_a_discriminator_no_wrapper_steps_is_refused(tmp_path):
-    """Issue 34: ZS3Net with ``adversarial=True`` built a D that no
+    """ZS3Net with ``adversarial=True`` built a D that no
     optimizer wrapper held: adversarial losses logged, D never changed.
-    Refused when the wrappers are built, naming both fixes. Since issue 40
-    the ZS3 configs keep SIGN's wrappers (D + C), so ``adversarial=True``
+    Refused when the wrappers are built, naming both fixes. The ZS3
+    configs keep SIGN's wrappers (D + C), so ``adversarial=True``
     there trains D, and ``False`` leaves C alone in them."""
     import numpy as np
     from mmengine.config import Config
@@ -86,7 +86,7 @@ def test_zs3net_with_a_discriminator_no_wrapper_steps_is_refused(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize('tool', ['train.py', 'test.py'])
 def test_a_cfg_options_key_that_names_nothing_is_refused(tmp_path, tool):
-    """Issue 41: a misspelled top-level key (``alow_split_change=True``) was
+    """A misspelled top-level key (``alow_split_change=True``) was
     added to the config and read by nothing; the tools now stop before
     anything runs, naming the closest keys."""
     ckpt = tmp_path / 'empty.pth'

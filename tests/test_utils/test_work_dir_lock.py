@@ -44,7 +44,7 @@ def test_a_new_run_in_a_work_dir_without_checkpoints_is_allowed(
 
 def test_a_new_run_over_checkpoints_needs_overwrite(tmp_path):
     """Refused without --overwrite-checkpoints; with it the earlier run's
-    checkpoints move to WORK_DIR/replaced_TIMESTAMP (issue 49, C8), so
+    checkpoints move to WORK_DIR/replaced_TIMESTAMP, so
     none passes for the new run's and none is lost."""
     import os
     for i, load_from in enumerate((None, 'iter_2.pth', 'x.pth')):
