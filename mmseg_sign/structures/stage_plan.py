@@ -31,8 +31,9 @@ STAGE_OPTIONS: Dict[str, dict] = dict(
     # labels (synth_weight). 'classifier': C alone on real + synthetic
     # features every iteration (eq. 9). latent: the z that G is fed for the
     # synthetic features of sampled labels, 'prior' (z ~ N(0, I): the
-    # release, authors_recipe R1) or 'posterior' (the SIM's latent of the
-    # batch's real pixels, position by position: docs/camvid.md, item 5).
+    # released code, docs/reproduction.md) or 'posterior' (the SIM's
+    # latent of the batch's real pixels, position by position:
+    # docs/camvid.md).
     transfer=dict(
         mode='alternate',
         block_iters=100,

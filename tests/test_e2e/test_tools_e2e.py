@@ -95,7 +95,7 @@ def test_sign_runs_all_stages(sign_run):
     assert changed == {'trunk', 'conv_seg', 'discriminator', 'generator'}
     changed = {k.split('.')[1] for k in s6 if not torch.equal(s6[k], s7[k])}
     assert changed == {'trunk', 'conv_seg'}
-    # self-training as released (authors_recipe R4): the train stage's
+    # self-training as released (docs/reproduction.md): the train stage's
     # update on pseudo labels, so its iterations (8-10) log the KL, MMD and
     # adversarial losses and every part of the model moves, G and D too
     st_logs = [

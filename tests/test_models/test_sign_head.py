@@ -182,8 +182,8 @@ def test_generator_sees_the_sim_latent_and_mmd_uses_variances(
 
 def test_released_mmd_estimator_and_summed_d_loss(embedding_table):
     """mmd_estimator='released': β · mean over classes of sqrt(½ · MMD²)
-    (authors_recipe R3); adv_d_reduction='sum': D's loss is the real and
-    fake log losses summed, not averaged (R2)."""
+    (as released); adv_d_reduction='sum': D's loss is the real and
+    fake log losses summed, not averaged, as released."""
     torch.manual_seed(0)
     head = build_head(
         embedding_table[0],

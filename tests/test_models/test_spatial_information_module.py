@@ -69,8 +69,8 @@ def toy_sim(**kwargs):
 
 
 def test_features_depend_on_the_latent_code_in_training():
-    """R1: F_x = sigmoid(h' + h'·sigmoid(z)), so the segmentation loss
-    reaches mu and logvar (not only the KL term)."""
+    """The released feature path: F_x = sigmoid(h' + h'·sigmoid(z)), so the
+    segmentation loss reaches mu and logvar (not only the KL term)."""
     torch.manual_seed(0)
     sim = toy_sim().train()
     x = [torch.randn(2, 128, 6, 6)]
@@ -263,7 +263,7 @@ def test_multi_level_input_and_argument_errors():
 
 def test_released_gates_are_relu_sigmoid_without_bias():
     """released_gates=True: the context gates are sigmoid(ReLU(conv)) with
-    a bias-free conv (authors_recipe R8), checked against the gated maps
+    a bias-free conv (as released), checked against the gated maps
     computed by hand from the module's own layers."""
     from mmseg_sign.models.necks.reparameterization import \
         ContextualReparameterization

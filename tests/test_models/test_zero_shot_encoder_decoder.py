@@ -271,7 +271,7 @@ def hand_pseudo_labels(model, data, temperature=None):
 @pytest.mark.parametrize('classifier', ['linear', 'shared_trunk'])
 def test_self_train_step_is_the_train_update_on_pseudo_labels(
         embedding_table, classifier):
-    """The released self-training iteration (authors_recipe R4): one
+    """The released self-training iteration (docs/reproduction.md): one
     self-training step (every ignored pixel pseudo-labelled, weight 1)
     changes the weights exactly as one train-stage step on the hand-made
     pseudo-labelled batch does, with the same learning rates."""

@@ -40,7 +40,7 @@ model = dict(
         latent_channels=600,
         latent_hidden=256,
         latent_dilations=(1, 2, 5),
-        released_gates=True),  # sigmoid(ReLU(conv)), bias-free (R8)
+        released_gates=True),  # sigmoid(ReLU(conv)), bias-free, as released
     decode_head=dict(
         type='SIGNHead',
         in_channels=600,
@@ -65,8 +65,8 @@ model = dict(
         loss_ce_d_weight=1.0,  # C's CE in D's loss
         mmd_kernel_variances=(2, 5, 10, 20, 40, 60),  # variances, not stds
         mmd_max_pixels=256,
-        mmd_estimator='released',  # sqrt(½·MMD²) per class (R3)
-        adv_d_reduction='sum',  # D: real + fake log losses, summed (R2)
+        mmd_estimator='released',  # sqrt(½·MMD²) per class, as released
+        adv_d_reduction='sum',  # D: real + fake log losses, summed (released)
         gen_unseen_rate=None),  # set per dataset (VOC 9, Context 14, COCO 59)
     # DeepLab-v2 multi-scale CE: scales 1, 0.5, 0.75 and their max
     train_cfg=dict(ce_scales=(1.0, 0.5, 0.75)),

@@ -30,10 +30,11 @@ class PaperEvalResize(BaseTransform):
     """Warp the image to ``scale`` and score at the feature-map resolution.
 
     The test protocol behind Table 1 of the SIGN paper, as the authors'
-    released recipe describes it (test protocol, R6): every image is warped
-    to 513×513 (aspect ratio ignored), single scale, argmax of the logits,
-    no calibration; the ground truth is resized (nearest) to the 65×65 logit
-    map (output stride 8) and scored there, not at full image resolution.
+    released code runs it (docs/reproduction.md, "Test protocol"): every
+    image is warped to 513×513 (aspect ratio ignored), single scale,
+    argmax of the logits, no calibration; the ground truth is resized
+    (nearest) to the 65×65 logit map (output stride 8) and scored there,
+    not at full image resolution.
 
     This transform, put **after** ``LoadAnnotations`` in a test pipeline:
 
