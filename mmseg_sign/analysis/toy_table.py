@@ -13,6 +13,7 @@ import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
+from ..structures.stage_plan import StagePlan
 from ..utils.work_dir_lock import (lock_work_dir, set_aside_checkpoints,
                                    unlock_work_dir, work_dir_checkpoints,
                                    work_dir_holder)
@@ -169,6 +170,24 @@ def start_of(cfg_path, work_dir, options) -> tuple:
     return resumed, shared
 
 
+def reaches_plan_end(cfg_path, options, checkpoint) -> bool:
+    """Whether ``checkpoint`` is at the end of the run's plan (the SIGN
+    stage plan, or ``train_cfg.max_iters`` without one): tools/train.py
+    ``--resume`` from it would have nothing left to train (and refuses,
+    ResumeCheckHook).
+
+    Args:
+        cfg_path (str): the config.
+        options (Sequence[str]): the run's ``--cfg-options``.
+        checkpoint (str): an ``iter_N.pth`` of the run.
+    """
+    cfg = resolved_config(cfg_path, options)
+    plan = StagePlan.from_config(cfg)
+    end = plan.total_iters if plan is not None else \
+        (cfg.get('train_cfg') or {}).get('max_iters')
+    return end is not None and checkpoint_iteration(checkpoint) >= end
+
+
 def train(cfg_path,
           work_dir,
           data_root,
@@ -207,6 +226,10 @@ def train(cfg_path,
     options = run_options(cfg_path, data_root, seed, cfg_options, seed_key,
                           checkpoint_interval)
     resumed, shared = start_of(cfg_path, work_dir, options)
+    if resumed and reaches_plan_end(cfg_path, options, resumed):
+        # trained to its end, stopped before it was stored (in its
+        # test-split scoring, by a session's end): only scored and stored
+        return 0.0, resumed, None
     again = '--resume' if resumed or shared else '--overwrite-checkpoints'
     if shared:
         if work_dir_checkpoints(work_dir):  # under the work dir's lock
@@ -300,7 +323,9 @@ def run(cfg_path,
         the sibling's),
         ``resumed_from`` (the checkpoint's file name, where the run
         continued an unfinished attempt: its ``seconds`` are then the last
-        attempt's) and per stage ``{mIoU_seen, mIoU_unseen, hIoU, mIoU}``
+        attempt's, 0 where the attempt had trained to its end and was
+        stopped before it was stored) and per stage
+        ``{mIoU_seen, mIoU_unseen, hIoU, mIoU}``
         (with their ``_boot_sd`` where the metric bootstraps, and
         ``IoU.CLASS`` where it gives them).
     """
@@ -518,6 +543,12 @@ def planned_starts(todo,
         elif shared:
             how = (f'from {osp.basename(shared[1])}/'
                    f'{osp.basename(shared[0])} (the stages they run alike)')
+        elif resumed and reaches_plan_end(
+                c,
+                run_options(c, data_root, s, options, seed_key,
+                            checkpoint_interval), resumed):
+            how = (f'trained to its end ({osp.basename(resumed)}): only '
+                   'scored on the test split and stored')
         elif resumed:
             how = f'continues its own {osp.basename(resumed)}'
         else:

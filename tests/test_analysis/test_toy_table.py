@@ -478,7 +478,8 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
     stores it without retraining. Then the same run as if its command was
     killed in self-training (a session's end): the next command continues
     it from its last checkpoint and ends with the uninterrupted run's
-    metrics; a run dir that ran anything else is not continued."""
+    metrics; one stopped after its last checkpoint is stored without
+    training; a run dir that ran anything else is not continued."""
     from mmseg_sign.analysis import toy_table as tt
     from mmseg_sign.analysis.run_records import config_as_run
     from mmseg_sign.analysis.run_starts import unfinished_checkpoint
@@ -567,6 +568,24 @@ def test_a_run_that_ended_badly_is_not_lost(tmp_path, monkeypatch):
         if 'loss' in json.loads(line)
     ]
     assert steps and min(steps) > 4, steps
+    # stopped after its last checkpoint, before it was stored (in its
+    # test-split scoring): listed as such, then stored without training
+    # (tools/train.py --resume would refuse: nothing left to train)
+    (wd / 'results.json').unlink()
+    (run_dir / RUN_RESULT).unlink()
+    assert (run_dir /
+            'last_checkpoint').read_text().strip().endswith('iter_6.pth')
+    assert tt.planned_starts([(cfg, 'short', plan, 5, 0)], str(wd)) == [
+        'sign_toy+short/5/0: trained to its end (iter_6.pth): only scored '
+        'on the test split and stored'
+    ]
+    ended = {}
+    assert tt.train_runs([(cfg, 'short', plan, 5, 0)], str(wd), ended) == []
+    ended = ended['sign_toy+short/5/0']
+    assert ended['resumed_from'] == 'iter_6.pth' and ended['seconds'] == 0
+    for stage in ('train', 'transfer', 'self_train'):
+        assert ended[stage] == whole[stage], stage
+    assert len(sorted(run_dir.glob('*/vis_data/scalars.json'))) == 2
     # the config as run is the last attempt's record (vis_data), not the
     # work dir's dump, which the Runner keeps when it differs
     assert config_as_run(str(run_dir), cfg) == max(

@@ -5,7 +5,8 @@
 # paired row for every config), two runs at a time on 2 cores. Runs are
 # kept in WORK/results.json as they finish; a repeated call skips them and
 # continues a killed run from its last checkpoint (one every 400
-# iterations: a run's stage ends, at most ~25 minutes lost on this machine).
+# iterations: a run's stage ends, at most ~25 minutes lost on this machine;
+# one killed after its training, in its test-split scoring, is only scored).
 #   bash tools/analysis/camvid_lite0_campaign.sh [WORK] [SEEDS...]
 # DRY_RUN=1: list the runs it would train and where each starts, and stop.
 set -u
