@@ -530,10 +530,9 @@ def planned_starts(todo,
                          'folder, is stored without training')
             continue
         data_root = None if d == OWN_DATA else osp.join(wd, f'data{d}')
-        resumed, shared = start_of(
-            c, run_dir,
-            run_options(c, data_root, s, options, seed_key,
-                        checkpoint_interval))
+        run_opts = run_options(c, data_root, s, options, seed_key,
+                               checkpoint_interval)
+        resumed, shared = start_of(c, run_dir, run_opts)
         if i in starts:
             how = (f'after {names[starts[i]]} ends, from its checkpoint '
                    'at the end of the stages they run alike')
@@ -543,10 +542,7 @@ def planned_starts(todo,
         elif shared:
             how = (f'from {osp.basename(shared[1])}/'
                    f'{osp.basename(shared[0])} (the stages they run alike)')
-        elif resumed and reaches_plan_end(
-                c,
-                run_options(c, data_root, s, options, seed_key,
-                            checkpoint_interval), resumed):
+        elif resumed and reaches_plan_end(c, run_opts, resumed):
             how = (f'trained to its end ({osp.basename(resumed)}): only '
                    'scored on the test split and stored')
         elif resumed:
